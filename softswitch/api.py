@@ -1,0 +1,162 @@
+"""The runtime interface of the software switch, as the control plane sees it.
+
+`softswitch.switch.Switch` implements `SwitchAPI`; the P4Runtime server and the STF runner
+use only what is declared here, so they cannot reach into the interpreter.
+
+Values are plain Python ints (unsigned, already fitted to the field's bit width). Errors are
+raised as `SwitchError` subclasses whose message says what is wrong; the P4Runtime server
+maps them to gRPC status codes through `code`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Protocol, Union
+
+from softswitch.model import ProgramInfo
+
+
+class SwitchError(Exception):
+    """A request the switch refuses. `code` is a grpc.StatusCode name."""
+
+    code = "INVALID_ARGUMENT"
+
+
+class NotFound(SwitchError):
+    code = "NOT_FOUND"
+
+
+class AlreadyExists(SwitchError):
+    code = "ALREADY_EXISTS"
+
+
+class ResourceExhausted(SwitchError):
+    code = "RESOURCE_EXHAUSTED"
+
+
+class PermissionDenied(SwitchError):  # e.g. writing a const table or a const default action
+    code = "PERMISSION_DENIED"
+
+
+class Unimplemented(SwitchError):
+    code = "UNIMPLEMENTED"
+
+
+# --- match values, one per key field ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Exact:
+    value: int
+
+
+@dataclass(frozen=True)
+class Lpm:
+    value: int
+    prefix_len: int
+
+
+@dataclass(frozen=True)
+class Ternary:
+    value: int
+    mask: int
+
+
+@dataclass(frozen=True)
+class Range:
+    low: int
+    high: int
+
+
+@dataclass(frozen=True)
+class Optional_:
+    value: int
+
+
+Match = Union[Exact, Lpm, Ternary, Range, Optional_]
+
+
+@dataclass
+class TableEntry:
+    """One table entry. `match` maps key field names (MatchField.name) to a Match; a field
+    missing from the dict is a wildcard (allowed for lpm, ternary, range, optional only).
+    `priority` is required (> 0) when the table has ternary, range or optional fields;
+    a larger value wins, as in P4Runtime."""
+
+    table: str
+    match: dict[str, Match]
+    action: str
+    args: dict[str, int] = field(default_factory=dict)
+    priority: int = 0
+    is_const: bool = False  # came from `const entries` in the program
+
+
+@dataclass
+class Replica:
+    egress_port: int
+    instance: int  # egress_rid seen by the egress pipeline
+
+
+@dataclass
+class CloneSession:
+    session_id: int
+    replicas: list[Replica]
+    class_of_service: int = 0
+    packet_length_bytes: int = 0  # 0 = do not truncate
+
+
+PacketInHandler = Callable[[bytes, dict[str, int]], None]  # payload, packet_in metadata
+DigestHandler = Callable[[str, list[dict[str, int]]], None]  # digest name, list of messages
+
+
+class SwitchAPI(Protocol):
+    info: ProgramInfo
+    cpu_port: int  # packets to/from the controller use this port (bmv2: --cpu-port)
+
+    # tables
+    def insert_entry(self, entry: TableEntry) -> None: ...
+    def modify_entry(self, entry: TableEntry) -> None: ...  # same key (match+priority), new action
+    def delete_entry(self, entry: TableEntry) -> None: ...  # matched by key only
+    def read_entries(self, table: str) -> list[TableEntry]: ...
+    def set_default_entry(self, table: str, action: str, args: dict[str, int]) -> None: ...
+    def get_default_entry(self, table: str) -> tuple[str, dict[str, int]]: ...
+    def reset_default_entry(self, table: str) -> None: ...  # back to the program's default
+    def clear_table(self, table: str) -> None: ...  # removes non-const entries
+
+    # direct counters and meters, addressed by the entry's key
+    def read_direct_counter(self, entry: TableEntry) -> tuple[int, int]: ...  # (bytes, packets)
+    def write_direct_counter(self, entry: TableEntry, byte_count: int, packet_count: int) -> None: ...
+
+    # indexed externs
+    def register_read(self, name: str, index: int) -> int: ...
+    def register_write(self, name: str, index: int, value: int) -> None: ...
+    def counter_read(self, name: str, index: int) -> tuple[int, int]: ...  # (bytes, packets)
+    def counter_write(self, name: str, index: int, byte_count: int, packet_count: int) -> None: ...
+    def meter_set_config(
+        self, name: str, index: int, cir: int, cburst: int, pir: int, pburst: int
+    ) -> None: ...
+
+    # packet replication engine
+    def mc_group_set(self, group_id: int, replicas: list[Replica]) -> None: ...  # create or replace
+    def mc_group_delete(self, group_id: int) -> None: ...
+    def mc_group_get(self, group_id: int) -> list[Replica]: ...
+    def mc_groups(self) -> dict[int, list[Replica]]: ...
+    def clone_session_set(self, session: CloneSession) -> None: ...
+    def clone_session_delete(self, session_id: int) -> None: ...
+    def clone_sessions(self) -> dict[int, CloneSession]: ...
+
+    # packets
+    def process_packet(self, ingress_port: int, data: bytes) -> list[tuple[int, bytes]]:
+        """Run one packet through the whole pipeline (with its clones, resubmits,
+        recirculations and multicast copies) and return the packets sent out, in order, as
+        (egress_port, bytes). Packets for `cpu_port` go to the packet-in handlers instead
+        when the program has a packet_in controller header."""
+        ...
+
+    def packet_out(self, payload: bytes, metadata: dict[str, int]) -> list[tuple[int, bytes]]:
+        """Inject a controller packet: the packet_out header built from `metadata` is
+        prepended and the packet enters ingress on `cpu_port`, as in bmv2."""
+        ...
+
+    def add_packet_in_handler(self, handler: PacketInHandler) -> None: ...
+    def add_digest_handler(self, handler: DigestHandler) -> None: ...

@@ -1,0 +1,24 @@
+"""Errors of the software switch's front end and compiler."""
+
+from __future__ import annotations
+
+
+class P4Error(Exception):
+    """An error in a P4 program, located as file:line:col (the format of compilers)."""
+
+    def __init__(self, message: str, file: str | None = None, line: int | None = None, col: int | None = None):
+        self.message = message
+        self.file = file
+        self.line = line
+        self.col = col
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        if self.file is None:
+            return f"error: {self.message}"
+        where = self.file
+        if self.line is not None:
+            where += f":{self.line}"
+            if self.col is not None:
+                where += f":{self.col}"
+        return f"{where}: error: {self.message}"
