@@ -1,0 +1,91 @@
+# innet-drl: one entry point for install, tests, demo, lint and benchmarks.
+# `make test` on a fresh clone installs what is missing (apt packages when root, the .venv, the
+# Python packages) and runs the test suite. Nothing is installed outside the repository except
+# the apt packages below.
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := test
+
+# Python 3.11 exactly (pyproject: >=3.11,<3.12); prefer an explicit python3.11 if there is one.
+PYTHON ?= $(shell command -v python3.11 2>/dev/null || command -v python3 2>/dev/null)
+VENV := .venv
+VPY := $(VENV)/bin/python
+# The stamp lives inside .venv so that deleting .venv also forces a reinstall.
+STAMP := $(VENV)/.installed
+PYTEST_ARGS ?=
+
+# Debian packages the tests need: iproute2 for `ip netns`/veth, ethtool to turn off veth
+# checksum offload (frames captured by AF_PACKET otherwise carry unfinished checksums).
+APT_PKGS := iproute2 ethtool
+
+.PHONY: test run lint bmv2-test bench clean system-deps venv .venv
+
+test: system-deps $(STAMP)
+	$(VPY) -m pytest -q $(PYTEST_ARGS)
+
+# The bundled demo: the software switch runs an example P4 program and exchanges a few packets.
+run: $(STAMP)
+	$(VPY) -m softswitch.demo
+
+lint: $(STAMP)
+	$(VPY) -m ruff check .
+
+# P4 packet tests (STF / PTF style). Real bmv2 is used when both simple_switch_grpc and p4c are
+# on PATH (wired up in a later issue); otherwise the project's software target runs them.
+# The choice reaches the tests as INNET_P4_TARGET.
+bmv2-test: system-deps $(STAMP)
+	@if command -v simple_switch_grpc >/dev/null 2>&1 && command -v p4c >/dev/null 2>&1; then \
+		echo "bmv2-test: target = bmv2 ($$(command -v simple_switch_grpc), $$(command -v p4c))"; \
+		target=bmv2; \
+	else \
+		echo "bmv2-test: target = softswitch (simple_switch_grpc/p4c not on PATH)"; \
+		target=softswitch; \
+	fi; \
+	INNET_P4_TARGET=$$target $(VPY) -m pytest -q -m stf $(PYTEST_ARGS)
+
+bench: $(STAMP)
+	$(VPY) bench/softswitch_pps.py
+
+# apt packages, installed only when missing; `apt-get update` only when something must be installed.
+system-deps:
+	@missing=""; \
+	for p in $(APT_PKGS); do \
+		if command -v dpkg-query >/dev/null 2>&1; then \
+			dpkg-query -W -f='$${Status}' "$$p" 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
+		else \
+			case "$$p" in iproute2) c=ip ;; *) c="$$p" ;; esac; \
+			PATH="$$PATH:/usr/sbin:/sbin" command -v "$$c" >/dev/null 2>&1 || missing="$$missing $$p"; \
+		fi; \
+	done; \
+	if [ ! -x "$(VPY)" ] && ! "$(PYTHON)" -c 'import ensurepip, venv' >/dev/null 2>&1; then \
+		missing="$$missing python3-venv"; \
+	fi; \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	if [ "$$(id -u)" != 0 ]; then \
+		echo "system-deps: not root, skipping apt-get install of:$$missing (namespace tests will be skipped)"; \
+		exit 0; \
+	fi; \
+	if ! command -v apt-get >/dev/null 2>&1; then \
+		echo "system-deps: no apt-get here; please install:$$missing"; exit 0; \
+	fi; \
+	echo "system-deps: installing$$missing"; \
+	export DEBIAN_FRONTEND=noninteractive; \
+	apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing
+
+venv .venv: $(STAMP)
+
+$(VPY):
+	@if [ -z "$(PYTHON)" ]; then echo "no python3 found; install Python 3.11" >&2; exit 1; fi
+	@"$(PYTHON)" -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else 1)' || { \
+		echo "$(PYTHON) is Python $$("$(PYTHON)" -c 'import platform; print(platform.python_version())'); " \
+		     "innet-drl needs 3.11 (set PYTHON=/path/to/python3.11)" >&2; exit 1; }
+	"$(PYTHON)" -m venv $(VENV)
+
+# Reinstall only when pyproject.toml changes (or the venv is new).
+$(STAMP): pyproject.toml | $(VPY)
+	$(VPY) -m pip install -q -e '.[dev]'
+	@touch $@
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache .ruff_cache
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

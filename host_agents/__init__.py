@@ -1,0 +1,1 @@
+"""Actor, learner, workers and wire-protocol codecs; filled by the host-agents issues."""
