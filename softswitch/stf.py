@@ -309,7 +309,7 @@ def _parse_add(rest: str) -> tuple[str, int | None, list[tuple[str, KeyValue]], 
     handle = None
     hm = _HANDLE_RE.search(rest)
     if hm:
-        handle = hm.group("handle")
+        handle = hm.group("handle").lstrip("$")  # check_counter writes the handle as $A
         rest = rest[: hm.start() + 1]
     head, action = _split_action(rest, "add")
     # allow spaces around ':' in keys (the p4c lexer ignores blanks between tokens)

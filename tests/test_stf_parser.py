@@ -68,6 +68,7 @@ def test_add_without_priority_validity_key_and_no_args():
     assert c.priority is None
     assert [k for k, _ in c.keys] == ["hdr.h.isValid()", "h.$valid$"]
     assert (c.action.name, c.action.args, c.handle) == ("NoAction", [], None)
+    assert one("add t f:1 a() = $B").handle == "B"
 
 
 def test_add_with_no_keys():
