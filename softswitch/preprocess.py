@@ -46,7 +46,7 @@ _MAX_INCLUDE_DEPTH = 200  # cpp's own limit; deeper nesting is a cycle in practi
 _COMMENT_RE = re.compile(r'"(?:[^"\\\n]|\\.)*"?|//(?:\\\n|[^\n])*|/\*.*?\*/|/\*', re.DOTALL)
 
 _TOKEN_RE = re.compile(
-    r"""(?P<ws>[ \t\f\v\r]+)
+    r"""(?P<ws>[ \t\f\v\r\n]+)
       | (?P<id>[A-Za-z_][A-Za-z0-9_]*)
       | (?P<num>\.?[0-9](?:[eEpP][+-]|[A-Za-z0-9_.])*)
       | (?P<str>"(?:[^"\\]|\\.)*")

@@ -283,3 +283,22 @@ def test_bundled_v1model_declares_the_standard_names():
         "enq_qdepth", "deq_timedelta", "deq_qdepth", "ingress_global_timestamp", "egress_global_timestamp",
         "mcast_grp", "egress_rid", "checksum_error", "parser_error", "priority",
     ]
+
+
+def test_function_like_call_with_paren_on_next_line():
+    loc = located(pp("#define F(a) [a]\nx = F\n  (1);\ny = F\nz;\n"))
+    assert [(line, " ".join(t.split())) for _, line, t in loc] == [(2, "x = [1];"), (4, "y = F"), (5, "z;")]
+
+
+def test_line_and_file_macros():
+    assert code('a\nb = __LINE__; c = __FILE__;\n') == ["a", 'b = 2; c = "main.p4";']
+
+
+def test_large_input_is_fast():
+    import time
+
+    src = "#define W 32\n" + "".join(f"const bit<W> c{i} = {i}; // note\n" for i in range(20000))
+    t0 = time.perf_counter()
+    out = pp(src)
+    assert time.perf_counter() - t0 < 5
+    assert located(out)[-1] == ("main.p4", 20001, "const bit<32> c19999 = 19999;")
