@@ -41,9 +41,12 @@ bmv2-test: system-deps $(STAMP)
 		echo "bmv2-test: target = softswitch (simple_switch_grpc/p4c not on PATH)"; \
 		target=softswitch; \
 	fi; \
-	INNET_P4_TARGET=$$target $(VPY) -m pytest -q -m stf $(PYTEST_ARGS)
+	rc=0; INNET_P4_TARGET=$$target $(VPY) -m pytest -q -m stf $(PYTEST_ARGS) || rc=$$?; \
+	if [ $$rc = 5 ]; then echo "bmv2-test: no test is marked stf (mark P4 packet tests with @pytest.mark.stf)"; fi; \
+	exit $$rc
 
 bench: $(STAMP)
+	@[ -f bench/softswitch_pps.py ] || { echo "bench: bench/softswitch_pps.py does not exist yet" >&2; exit 1; }
 	$(VPY) bench/softswitch_pps.py
 
 # apt packages, installed only when missing; `apt-get update` only when something must be installed.
