@@ -3,7 +3,8 @@
 Names carry this process's pid (in hex) so parallel test runs on one machine never clash, and
 stay within Linux's 15-character interface-name limit. Everything created here is registered
 for deletion at interpreter exit as well, as a second line of defence behind the fixtures'
-finalizers (a test killed by pytest-timeout still runs atexit handlers).
+finalizers (a test killed by pytest-timeout still runs atexit handlers). What a killed run
+(SIGKILL) leaves behind is removed by the next run, whose pid check shows the owner is gone.
 
     if (reason := netns_unavailable()) is None:
         with namespace() as ns, veth_pair(peer_ns=ns) as v:
@@ -16,6 +17,7 @@ import atexit
 import contextlib
 import itertools
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -74,8 +76,29 @@ def netns_unavailable() -> str | None:
             reason = f"`ip netns add` is not permitted here: {res.stderr.strip()}"
         else:
             ip("netns", "del", name, check=False)
+            cleanup_stale()
     _probe_result.append(reason)
     return reason
+
+
+_OUR_NAME = re.compile(r"^(?:ins|ivh|ivn|prb)([0-9a-f]+)x[0-9a-f]+$")
+
+
+def cleanup_stale() -> None:
+    """Delete namespaces and veths that earlier, killed test runs left behind (their pid is gone)."""
+
+    def stale(name: str) -> bool:
+        m = _OUR_NAME.match(name)
+        return bool(m) and not os.path.exists(f"/proc/{int(m.group(1), 16)}")
+
+    for line in ip("-o", "link", "show", check=False).stdout.splitlines():
+        parts = line.split(":", 2)  # "7: ivh1a2bx0@if6: <...>"
+        if len(parts) > 1 and stale(parts[1].strip().split("@")[0]):
+            ip("link", "del", parts[1].strip().split("@")[0], check=False)
+    for line in ip("netns", "list", check=False).stdout.splitlines():
+        name = line.split()[0] if line.split() else ""
+        if stale(name):
+            ip("netns", "del", name, check=False)
 
 
 @dataclass
