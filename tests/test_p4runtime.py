@@ -734,3 +734,37 @@ def test_bytestring_helpers():
         bytes_to_int(b"", 8)
     for v in (0, 1, 255, 256, 2**47 + 3):
         assert bytes_to_int(int_to_bytes(v), 48) == v
+
+
+def test_server_built_on_a_switch_streams_digests():
+    """A server given a switch up front serves its generated P4Info and forwards digests."""
+    from softswitch.model import DigestInfo
+
+    info = basic_info()
+    info.digests.append(DigestInfo("learn_t", [StructField("mac", 48), StructField("port", 9)]))
+    fake = FakeSwitch(info)
+    server = P4RuntimeServer(fake)
+    port = server.start("127.0.0.1:0")
+    client = RawClient(port, election_id=1)
+    try:
+        assert client.next().arbitration.status.code == code_pb2.OK
+        Get = p4runtime_pb2.GetForwardingPipelineConfigRequest
+        got = client.stub.GetForwardingPipelineConfig(Get(device_id=1, response_type=Get.P4INFO_AND_COOKIE))
+        assert got.config.p4info == build_p4info(info)
+        fake.digest_handlers[0]("learn_t", [{"mac": 0x0A0B0C0D0E0F, "port": 3}, {"mac": 1, "port": 0}])
+        msg = client.next().digest
+        assert msg.digest_id == got.config.p4info.digests[0].preamble.id
+        members = [[m.bitstring for m in d.struct.members] for d in msg.data]
+        assert members == [[bytes.fromhex("0a0b0c0d0e0f"), b"\x03"], [b"\x01", b"\x00"]]
+        # a PacketOut with an unknown metadata id comes back as a StreamError
+        bad = p4runtime_pb2.StreamMessageRequest()
+        bad.packet.payload = b"x"
+        bad.packet.metadata.add(metadata_id=99, value=b"\x01")
+        client._out.put(bad)
+        err = client.next().error
+        assert err.canonical_code == code_pb2.INVALID_ARGUMENT and "99" in err.message
+        assert err.packet_out.packet_out.payload == b"x"
+        _still_serving(port)
+    finally:
+        client.close()
+        server.stop()
