@@ -401,7 +401,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = ap.parse_args(argv)
 
-    from softswitch.compiler import compile_file  # imported late: the CLI needs it, the library does not
+    try:  # imported late: the CLI needs the compiler, the library does not
+        from softswitch.compiler import compile_file
+    except ImportError as e:
+        print(f"error: the P4 compiler is not available: {e}", file=sys.stderr)
+        return 2
 
     defines: dict[str, str] = {}
     for d in args.defines:

@@ -240,8 +240,10 @@ class Backend:
             sw.process_packet(ingress_port, frame)
 
 
+# Ethernet + IPv4 (10.0.1.1 -> 10.0.2.2, correct header checksum, so a deparser that
+# recomputes it gives the same bytes back) + 8 bytes of payload
 IPV4_FRAME = bytes.fromhex(
-    "00000000000200000000000108004500001c000100004011f97c0a0001010a000202" + "0000000000000000"
+    "00000000000200000000000108004500001c00010000401163ce0a0001010a000202" + "0000000000000000"
 )
 
 
