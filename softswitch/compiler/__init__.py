@@ -1,0 +1,249 @@
+"""Compile a P4-16 v1model program into Python code the software switch runs per packet.
+
+    program = compile_file("prog.p4")
+    program.info          # ProgramInfo: tables, actions, registers, ... (control-plane view)
+    program.instantiate(rt)  # build the pipeline functions over a runtime's stateful objects
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from softswitch import model as M
+from softswitch.compiler import types as T
+from softswitch.compiler.blocks import compile_block
+from softswitch.compiler.codegen import Compiler, ExternSpec, TableSpec, err
+from softswitch.errors import P4Error
+from softswitch.frontend import ast as A
+from softswitch.frontend.parser import parse_file, parse_source
+
+__all__ = ["CompiledProgram", "compile_file", "compile_text", "compile_program", "P4Error"]
+
+V1SWITCH_BLOCKS = ("parser", "verify_checksum", "ingress", "egress", "compute_checksum", "deparser")
+
+
+@dataclass
+class CompiledProgram:
+    info: M.ProgramInfo
+    source: str  # the generated Python source (for debugging: `python -m softswitch.compiler`)
+    code: Any  # compiled code object of `source`
+    tables: list[TableSpec]
+    externs: list[ExternSpec]
+    blocks: dict[str, str]  # v1model block -> generated function name
+    headers_type: T.StructLikeT
+    meta_type: T.StructLikeT
+    std_meta_type: T.StructLikeT
+    classes: dict[str, T.StructLikeT]
+    errors: list[str]
+    p4_source: str = ""  # the preprocessed P4 text, for P4Runtime's GetForwardingPipelineConfig
+    filename: str = ""
+    controller_headers: dict[str, T.StructLikeT] = field(default_factory=dict)
+
+    def instantiate(self, rt: Any) -> dict[str, Any]:
+        """Run the generated module against a runtime; returns the pipeline's functions."""
+        from softswitch import runtime
+
+        g = runtime.generated_globals(self)
+        exec(self.code, g)
+        return g["__build"](rt)
+
+
+def compile_file(path: str, include_dirs: Sequence[str] = (), defines: Mapping[str, str] | None = None
+                 ) -> CompiledProgram:
+    """Preprocess, parse and compile a P4-16 file for the v1model architecture."""
+    from softswitch.preprocess import preprocess
+
+    import os
+
+    if not os.path.exists(path):
+        raise P4Error(f"P4 program {path} does not exist")
+    text = preprocess(path, include_dirs, defines)
+    prog = parse_source_preprocessed(text, path)
+    cp = compile_program(prog)
+    cp.p4_source = text
+    cp.filename = path
+    return cp
+
+
+def parse_source_preprocessed(text: str, filename: str) -> A.Program:
+    from softswitch.frontend.parser import parse_text
+
+    return parse_text(text, filename)
+
+
+def compile_text(text: str, filename: str = "<device config>", include_dirs: Sequence[str] = (),
+                 defines: Mapping[str, str] | None = None) -> CompiledProgram:
+    """Compile P4-16 source given as text (e.g. the device config of a P4Runtime pipeline)."""
+    prog = parse_source(text, filename, include_dirs, defines)
+    cp = compile_program(prog)
+    cp.p4_source = text
+    cp.filename = filename
+    return cp
+
+
+def compile_program(prog: A.Program) -> CompiledProgram:
+    return _Build(prog).run()
+
+
+class _Build(Compiler):
+    def __init__(self, prog: A.Program):
+        super().__init__(prog)
+        self.helpers: set[str] = set()
+        self.pending_blocks: list[tuple[str, list[str], list[str]]] = []
+        self.pending_tables: list[tuple[Any, Any, str, str]] = []
+        self.direct_counters: dict[str, Any] = {}
+        self.direct_meters: dict[str, Any] = {}
+        self.info = M.ProgramInfo()
+
+    def run(self) -> CompiledProgram:
+        self.declare_globals()
+        main = self._find_main()
+        pkg_t = self.resolve_type(main.type, self.g)
+        if not isinstance(pkg_t, T.BlockT) or pkg_t.kind != "package":
+            raise err(f"main must instantiate a package, not {pkg_t}", main)
+        if pkg_t.decl.name != "V1Switch":
+            raise err(f"this switch runs the v1model architecture (V1Switch), not {pkg_t.decl.name}", main)
+        if len(main.args) != 6:
+            raise err(f"V1Switch takes 6 blocks, {len(main.args)} given", main)
+        block_decls = [self._block_arg(a.value, main) for a in main.args]
+        parser_decl = block_decls[0][0]
+        if not isinstance(parser_decl, A.ParserDecl):
+            raise err("the first V1Switch argument must be a parser", main)
+        if len(parser_decl.params) != 4:
+            raise err("the v1model parser takes (packet_in, out H, inout M, inout standard_metadata_t)", parser_decl)
+        hdr_t = self.resolve_type(parser_decl.params[1].type, self.g)
+        meta_t = self.resolve_type(parser_decl.params[2].type, self.g)
+        sm_t = self.resolve_type(parser_decl.params[3].type, self.g)
+        for t, what in ((hdr_t, "headers"), (meta_t, "metadata")):
+            if not isinstance(t, T.StructLikeT) or t.kind != "struct":
+                raise err(f"the v1model {what} type must be a struct, not {t}", parser_decl)
+        self.meta_type = meta_t  # type: ignore[assignment]
+        self.field_list_paths = _field_lists(meta_t)  # type: ignore[arg-type]
+        fns: dict[str, str] = {}
+        for role, (decl, name, args) in zip(V1SWITCH_BLOCKS, block_decls):
+            kind_ok = isinstance(decl, A.ParserDecl) if role == "parser" else isinstance(decl, A.ControlDecl)
+            if not kind_ok:
+                raise err(f"V1Switch {role} block must be a {'parser' if role == 'parser' else 'control'}", main)
+            fns[role] = compile_block(self, decl, name, args, self.g)
+        self._controller_headers()
+        self._actions_info()
+        for st in self.digests.values():
+            self.info.digests.append(M.DigestInfo(st.type_name, [
+                M.StructField(n, T.serial_width(ft) or 0) for n, ft in st.fields]))
+        for t in self.class_types.values():
+            if t.cls is None:
+                t.cls = T.make_class(t)
+        source = self._assemble(fns)
+        try:
+            code = compile(source, "<p4 generated>", "exec")
+        except SyntaxError as e:  # a bug in the generator, not in the user's program
+            raise P4Error(f"internal error: generated code does not compile: {e}") from None
+        return CompiledProgram(
+            info=self.info, source=source, code=code, tables=self.tables, externs=self.externs, blocks=fns,
+            headers_type=hdr_t, meta_type=meta_t, std_meta_type=sm_t, classes=self.class_types,
+            errors=self.errors, controller_headers=self.ctl_headers,
+        )
+
+    # -------------------------------------------------------------- main package
+    def _find_main(self) -> A.Instance:
+        mains = [d for d in self.program.decls if isinstance(d, A.Instance) and d.name == "main"]
+        if not mains:
+            raise P4Error("the program has no `main` package instance (e.g. V1Switch(...) main;)")
+        return mains[-1]
+
+    def _block_arg(self, e: Any, main: Any) -> tuple[Any, str, list]:
+        if isinstance(e, A.Construct):
+            t = self.resolve_type(e.type, self.g)
+            if not isinstance(t, T.BlockT):
+                raise err(f"{t} is not a parser or control", e)
+            return t.decl, t.decl.name, e.args
+        if isinstance(e, A.NameExpr):
+            b = self.g.lookup(e.name)
+            if isinstance(b, tuple) and b[0] == "instance":
+                inst = b[1]
+                t = self.resolve_type(inst.type, self.g)
+                if isinstance(t, T.BlockT):
+                    return t.decl, self.p4_name(inst.name, inst.annotations, ""), inst.args
+        raise err("V1Switch arguments must be parser/control instantiations", e if e is not None else main)
+
+    # -------------------------------------------------------------- ProgramInfo pieces
+    def _controller_headers(self) -> None:
+        self.ctl_headers: dict[str, T.StructLikeT] = {}
+        for d in self.program.decls:
+            if isinstance(d, A.HeaderDecl):
+                ann = A.find_annotation(d.annotations, "controller_header")
+                if ann is None:
+                    continue
+                t = self.resolve_type(A.NamedTypeRef(d.name), self.g)
+                assert isinstance(t, T.StructLikeT)
+                name = ann.string_arg()
+                self.ctl_headers[name] = t
+                anns = [a.source() for a in d.annotations if a.name not in ("name", "id")]
+                self.info.controller_headers.append(M.ControllerHeaderInfo(
+                    name, d.name, [M.StructField(n, T.serial_width(ft) or 0) for n, ft in t.fields],
+                    annotations=anns))
+
+    def _actions_info(self) -> None:
+        seen: set[str] = set()
+        for t in self.info.tables:
+            for r in t.action_refs:
+                if r.name in seen:
+                    continue
+                seen.add(r.name)
+                decl, params = self.info_actions[r.name]
+                idann = A.find_annotation(decl.annotations, "id")
+                anns = [a.source() for a in decl.annotations if a.name not in ("name", "id")]
+                self.info.actions.append(M.ActionInfo(
+                    r.name,
+                    [M.ActionParam(n, w, i, [a.source() for a in pa if a.name not in ("name", "id")])
+                     for i, (n, w, pa) in enumerate(params, start=1)],
+                    int(idann.body, 0) if idann else None, anns))
+        # default actions of tables are referenced too (NoAction when implicit)
+        for t in self.info.tables:
+            if t.default_action not in seen and t.default_action in self.info_actions:
+                seen.add(t.default_action)
+                decl, params = self.info_actions[t.default_action]
+                self.info.actions.append(M.ActionInfo(
+                    t.default_action, [M.ActionParam(n, w, i) for i, (n, w, _) in enumerate(params, start=1)]))
+
+    # -------------------------------------------------------------- module assembly
+    def _assemble(self, fns: dict[str, str]) -> str:
+        out = ["def __build(RT):"]
+        for cls_name in self.class_types:
+            out.append(f"    {cls_name} = CLASSES[{cls_name!r}]")
+        for ctx, slots, _ in self.pending_blocks:
+            uniq = list(dict.fromkeys(slots))
+            out.append(f"    class {ctx}:")
+            out.append(f"        __slots__ = {tuple(uniq)!r}")
+        for ln in self.em.lines:
+            out.append("    " + ln if ln else "")
+        for _, _, lines in self.pending_blocks:
+            for ln in lines:
+                out.append("    " + ln)
+            out.append("")
+        ret = ", ".join(f"{k!r}: {v}" for k, v in fns.items())
+        tables = ", ".join(f"{t.p4name!r}: ({t.key_fn}, {{{', '.join(f'{a!r}: {f}' for a, f in t.action_fns.items())}}})"
+                           for t in self.tables)
+        out.append(f"    return {{'blocks': {{{ret}}}, 'tables': {{{tables}}}}}")
+        return "\n".join(out) + "\n"
+
+
+def _field_lists(meta: T.StructLikeT) -> dict[int, list[tuple[str, ...]]]:
+    """User metadata fields annotated @field_list(ids...), as paths for resubmit/recirculate/clone."""
+    out: dict[int, list[tuple[str, ...]]] = {}
+
+    def walk(t: T.StructLikeT, prefix: tuple[str, ...]) -> None:
+        for n, ft in t.fields:
+            path = prefix + (T.pyname(n),)
+            for a in t.field_annotations.get(n, []):
+                if a.name == "field_list":
+                    for tok in a.body.split(","):
+                        tok = tok.strip()
+                        if tok:
+                            out.setdefault(int(tok, 0), []).append(("m",) + path)
+            if isinstance(ft, T.StructLikeT) and ft.kind == "struct":
+                walk(ft, path)
+
+    walk(meta, ())
+    return out

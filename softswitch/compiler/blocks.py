@@ -1,0 +1,796 @@
+"""Code generation for blocks: parsers and their states, controls, actions, functions, tables,
+and the per-header-type extract/emit functions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from softswitch.compiler import types as T
+from softswitch.compiler.calls import ordered_args
+from softswitch.compiler.codegen import V, Compiler, Emitter, TableSpec, err, fit
+from softswitch.compiler.scope import (
+    ActionBind,
+    BlockInst,
+    Const,
+    ExternInst,
+    FuncBind,
+    Scope,
+    StateBind,
+    TableBind,
+    TypeBind,
+    ValueSetBind,
+    Var,
+)
+from softswitch.compiler.stmts import FnContext, body, stmt
+from softswitch import model as M
+from softswitch.frontend import ast as A
+
+
+def emit_function(cp: Compiler, lines: list[str]) -> None:
+    for ln in lines:
+        cp.em(ln)
+    cp.em("")
+
+
+# ---------------------------------------------------------------------------- header I/O
+def _field_unpack(t: T.StructLikeT) -> list[tuple[str, int, T.Type]]:
+    return [(T.pyname(n), T.serial_width(ft) or 0, ft) for n, ft in t.fields]
+
+
+def _conv_in(expr: str, ft: T.Type, w: int) -> str:
+    if isinstance(ft, T.BoolT):
+        return f"bool({expr})"
+    if isinstance(ft, T.BitT) and ft.signed:
+        return f"_sext({expr}, {w})"
+    return expr
+
+
+def _conv_out(expr: str, ft: T.Type, w: int) -> str:
+    if isinstance(ft, T.BoolT):
+        return f"int({expr})"
+    if isinstance(ft, T.BitT) and ft.signed:
+        return f"({expr} & {(1 << w) - 1:#x})"
+    return expr
+
+
+def _has_varbit(t: T.StructLikeT) -> bool:
+    return any(isinstance(ft, T.VarbitT) for _, ft in t.fields)
+
+
+def extract_fn(cp: Compiler, t: T.StructLikeT, node: Any) -> str:
+    name = f"_ex_{t.cls_name}"
+    if name in cp.helpers:
+        return name
+    cp.helpers.add(name)
+    em = Emitter()
+    if _has_varbit(t):
+        spec = [(T.pyname(n), T.serial_width(ft), isinstance(ft, T.BitT) and ft.signed, isinstance(ft, T.BoolT))
+                for n, ft in t.fields]
+        em(f"def {name}(P, h, varbits=None):")
+        em(f"    _extract_varbit(P, h, {spec!r}, varbits)")
+        emit_function(cp, em.lines)
+        return name
+    width = t.bit_width() or 0
+    nbytes = width // 8
+    em(f"def {name}(P, h, varbits=None):")
+    with em.indent():
+        em("o = P.off")
+        em(f"e = o + {nbytes}")
+        em("if e > P.n:")
+        em("    raise ParserError('PacketTooShort')")
+        if nbytes:
+            em("v = int.from_bytes(P.data[o:e], 'big')")
+        shift = width
+        for attr, w, ft in _field_unpack(t):
+            shift -= w
+            if shift == 0 and w == width:
+                raw = "v"
+            elif shift == 0:
+                raw = f"(v & {(1 << w) - 1:#x})"
+            elif shift + w == width:
+                raw = f"(v >> {shift})"
+            else:
+                raw = f"((v >> {shift}) & {(1 << w) - 1:#x})"
+            em(f"h.{attr} = {_conv_in(raw, ft, w)}")
+        em("h._v = True")
+        em("P.off = e")
+    emit_function(cp, em.lines)
+    return name
+
+
+def lookahead_fn(cp: Compiler, t: T.StructLikeT, node: Any) -> str:
+    name = f"_look_{t.cls_name}"
+    if name in cp.helpers:
+        return name
+    cp.helpers.add(name)
+    ex = extract_fn(cp, t, node)
+    em = Emitter()
+    em(f"def {name}(P):")
+    em(f"    h = {t.cls_name}()")
+    em("    o = P.off")
+    em(f"    {ex}(P, h)")
+    em("    P.off = o")
+    em("    return h")
+    emit_function(cp, em.lines)
+    return name
+
+
+def emit_fn(cp: Compiler, t: T.StructLikeT, node: Any) -> str:
+    name = f"_em_{t.cls_name}"
+    if name in cp.helpers:
+        return name
+    cp.helpers.add(name)
+    em = Emitter()
+    if _has_varbit(t):
+        spec = [(T.pyname(n), T.serial_width(ft), isinstance(ft, T.BitT) and ft.signed, isinstance(ft, T.BoolT))
+                for n, ft in t.fields]
+        em(f"def {name}(out, h):")
+        em("    if h._v:")
+        em(f"        out.append(_pack_varbit(h, {spec!r}))")
+        emit_function(cp, em.lines)
+        return name
+    width = t.bit_width() or 0
+    nbytes = width // 8
+    terms = []
+    shift = width
+    for attr, w, ft in _field_unpack(t):
+        shift -= w
+        val = _conv_out(f"h.{attr}", ft, w)
+        terms.append(f"({val} << {shift})" if shift else val)
+    em(f"def {name}(out, h):")
+    em("    if h._v:")
+    if terms:
+        em(f"        out.append(({' | '.join(terms)}).to_bytes({nbytes}, 'big'))")
+    else:
+        em("        pass")
+    emit_function(cp, em.lines)
+    return name
+
+
+# ---------------------------------------------------------------------------- params
+def bind_params(cp: Compiler, params: list[A.Param], pscope: Scope, scope: Scope, prefix: str,
+                readonly_in: bool = True) -> list[str]:
+    """Add parameters to scope as Python locals named prefix+name; returns the local names."""
+    names = []
+    for p in params:
+        t = cp.resolve_type(p.type, pscope)
+        local = f"{prefix}{cp.safe(p.name)}"
+        lvalue = p.direction in ("out", "inout") or p.direction == "" or not readonly_in
+        if isinstance(t, T.ExternT) and t.extern_name in ("packet_in", "packet_out"):
+            scope.add(p.name, Var("c.P", t, False, p.direction))  # the packet is implicit
+            continue
+        scope.add(p.name, Var(local, t, lvalue, p.direction))
+        names.append(local)
+    return names
+
+
+def scalar_outs(cp: Compiler, params: list[A.Param], pscope: Scope, prefix: str) -> list[str]:
+    outs = []
+    for p in params:
+        t = cp.resolve_type(p.type, pscope)
+        if p.direction in ("out", "inout") and not isinstance(t, (T.StructLikeT, T.StackT, T.ExternT)):
+            outs.append(f"{prefix}{cp.safe(p.name)}")
+    return outs
+
+
+# ---------------------------------------------------------------------------- actions, functions
+def ensure_action(cp: Compiler, b: ActionBind) -> str:
+    if b.fn:
+        return b.fn
+    d: A.ActionDecl = b.decl
+    b.fn = f"a_{cp.safe(b.p4name)}_{cp.uid('')}"
+    scope = Scope(b.scope, kind="action")
+    names = bind_params(cp, d.params, b.scope, scope, "p_")
+    fc = FnContext(outs=scalar_outs(cp, d.params, b.scope, "p_"))
+    em = Emitter()
+    em(f"def {b.fn}(c{''.join(', ' + n for n in names)}):")
+    with em.indent():
+        n0 = len(em.lines)
+        for s in d.body.stmts:
+            stmt(cp, s, scope, em, fc)
+        if fc.outs:
+            em(f"return (None, {', '.join(fc.outs)},)")
+        elif len(em.lines) == n0:
+            em("pass")
+    emit_function(cp, em.lines)
+    params = []
+    for p in d.params:
+        if p.direction == "":
+            t = cp.resolve_type(p.type, b.scope)
+            w = T.serial_width(t)
+            if w is None:
+                raise err(f"action parameter {p.name} must be bit<>, bool or a serializable enum", p)
+            params.append((p.name, w, p.annotations))
+    cp.info_actions.setdefault(b.p4name, (d, params))
+    return b.fn
+
+
+def ensure_function(cp: Compiler, b: FuncBind) -> str:
+    if b.fn:
+        return b.fn
+    proto = b.decl.proto
+    b.fn = f"f_{cp.safe(proto.name)}_{cp.uid('')}"
+    scope = Scope(b.scope, kind="function")
+    names = bind_params(cp, proto.params, b.scope, scope, "p_")
+    fc = FnContext(outs=scalar_outs(cp, proto.params, b.scope, "p_"), returns_value=True)
+    fc.ret_type = cp.resolve_type(proto.return_type, b.scope)  # type: ignore[attr-defined]
+    if isinstance(fc.ret_type, T.VoidT):  # type: ignore[attr-defined]
+        fc.ret_type = None  # type: ignore[attr-defined]
+    em = Emitter()
+    em(f"def {b.fn}(c{''.join(', ' + n for n in names)}):")
+    with em.indent():
+        for s in b.decl.body.stmts:
+            stmt(cp, s, scope, em, fc)
+        if fc.outs:
+            em(f"return (None, {', '.join(fc.outs)},)")
+        else:
+            em("return None")
+    emit_function(cp, em.lines)
+    return b.fn
+
+
+# ---------------------------------------------------------------------------- instances
+def extern_instance(cp: Compiler, d: A.Instance, scope: Scope, prefix: str) -> None:
+    t = cp.resolve_type(d.type, scope)
+    p4name = cp.p4_name(d.name, d.annotations, prefix)
+    if isinstance(t, T.BlockT):
+        sub_block(cp, d, t, scope, p4name)
+        return
+    if not isinstance(t, T.ExternT):
+        raise err(f"cannot instantiate {t}", d)
+    code = f"X_{cp.safe(p4name)}_{cp.uid('')}"
+    kind = t.extern_name
+    args = [cp.value(a.value, scope, Emitter()) for a in d.args] if d.args else []
+    consts = [a.const for a in args]
+    spec_args: dict[str, Any] = {}
+    anns = [a.source() for a in d.annotations if a.name not in ("name", "id")]
+    idann = A.find_annotation(d.annotations, "id")
+    pid = int(idann.body, 0) if idann is not None else None
+    if kind == "register":
+        et = t.type_args[0] if t.type_args else T.BitT(32)
+        w = T.serial_width(et)
+        if w is None:
+            raise err(f"register elements must be bit<>/int<>, not {et}", d)
+        spec_args = {"width": w, "size": consts[0], "signed": isinstance(et, T.BitT) and et.signed}
+        cp.info.registers.append(M.RegisterInfo(p4name, w, consts[0], pid, anns))
+    elif kind == "counter":
+        unit = _counter_unit(consts[1])
+        spec_args = {"size": consts[0], "unit": unit}
+        cp.info.counters.append(M.CounterInfo(p4name, unit, consts[0], pid, anns))
+    elif kind == "direct_counter":
+        unit = _counter_unit(consts[0])
+        spec_args = {"unit": unit}
+        cp.direct_counters[p4name] = (unit, pid, anns)
+    elif kind == "meter":
+        unit = "BYTES" if str(consts[1]).endswith("bytes") else "PACKETS"
+        spec_args = {"size": consts[0], "unit": unit}
+        cp.info.meters.append(M.MeterInfo(p4name, unit, consts[0], pid, anns))
+    elif kind == "direct_meter":
+        unit = "BYTES" if str(consts[0]).endswith("bytes") else "PACKETS"
+        spec_args = {"unit": unit}
+        cp.direct_meters[p4name] = (unit, pid, anns)
+    elif kind in ("action_profile", "action_selector", "Checksum16"):
+        spec_args = {"args": consts}
+    else:
+        raise err(f"extern {kind} is not supported by this switch", d)
+    from softswitch.compiler.codegen import ExternSpec
+
+    cp.externs.append(ExternSpec(kind, p4name, code, spec_args))
+    cp.em(f"{code} = RT.extern({kind!r}, {p4name!r}, {spec_args!r})")
+    scope.add(d.name, ExternInst(code, t, p4name, d))
+
+
+def _counter_unit(v: Any) -> str:
+    s = str(v)
+    if s.endswith("packets_and_bytes"):
+        return "BOTH"
+    if s.endswith("bytes"):
+        return "BYTES"
+    return "PACKETS"
+
+
+def sub_block(cp: Compiler, d: A.Instance, t: T.BlockT, scope: Scope, p4name: str) -> None:
+    decl = t.decl
+    if isinstance(decl, (A.ParserTypeDecl, A.ControlTypeDecl)):
+        raise err(f"{decl.name} has no body to instantiate", d)
+    fn = compile_block(cp, decl, p4name, d.args, scope)
+    scope.add(d.name, BlockInst(decl, t.kind, fn))
+
+
+# ---------------------------------------------------------------------------- blocks
+def compile_block(cp: Compiler, decl: Any, p4name: str, ctor_args: list[A.Arg], outer: Scope) -> str:
+    """Compile one instance of a parser or control; returns its Python function name."""
+    fn = f"{'prs' if isinstance(decl, A.ParserDecl) else 'ctl'}_{cp.safe(p4name)}_{cp.uid('')}"
+    scope = Scope(cp.g, kind="block")
+    cp.blocks[fn] = scope
+    # constructor parameters are compile-time constants (or instances)
+    if decl.ctor_params:
+        args = ordered_args(A.Call(A.NameExpr(decl.name), [], ctor_args, loc=decl.loc), decl.ctor_params,
+                            decl.name)
+        for p, a in zip(decl.ctor_params, args):
+            pt = cp.resolve_type(p.type, scope)
+            if a is None:
+                continue
+            if isinstance(a, A.Construct):
+                bt = cp.resolve_type(a.type, outer)
+                if isinstance(bt, T.BlockT):
+                    sub = compile_block(cp, bt.decl, f"{p4name}.{p.name}", a.args, outer)
+                    scope.add(p.name, BlockInst(bt.decl, bt.kind, sub))
+                    continue
+            v = cp.value(a, outer, Emitter(), want=pt)
+            if not v.is_const:
+                raise err(f"constructor argument {p.name} must be a compile-time constant", a)
+            scope.add(p.name, Const(cp.coerce_const(v, pt, a), pt))
+    names = bind_params(cp, decl.params, scope, scope, "p_")
+    for p in decl.params:
+        b = scope.lookup_local(p.name)
+        if isinstance(b, Var) and b.code.startswith("p_"):
+            b.code = "c." + b.code
+    slots = ["P"] + [n for n in names]
+    ctx = f"Ctx_{fn}"
+    slot_list: list[str] = []
+    cp.ctx_slots[ctx] = slot_list
+    em_init = Emitter()
+    em_init.level = 1
+    fc_ctl = FnContext(local_prefix="c.l_")
+    # locals: constants, variables, instances, actions, tables, value sets
+    prev_current = cp.ctx_slots.pop("__current__", None)
+    for loc in decl.locals:
+        if isinstance(loc, A.ConstDecl):
+            stmt(cp, loc, scope, em_init, fc_ctl)
+        elif isinstance(loc, A.VarDecl):
+            stmt(cp, loc, scope, em_init, fc_ctl)
+        elif isinstance(loc, A.Instance):
+            extern_instance(cp, loc, scope, p4name)
+        elif isinstance(loc, A.ActionDecl):
+            scope.add(loc.name, ActionBind(loc, "", cp.p4_name(loc.name, loc.annotations, p4name), scope))
+        elif isinstance(loc, A.TableDecl):
+            table_decl(cp, loc, scope, p4name)
+        elif isinstance(loc, A.ValueSetDecl):
+            value_set(cp, loc, scope, p4name)
+        else:
+            raise err(f"unsupported declaration {type(loc).__name__} in {decl.name}", loc)
+    for pending in [t for t in cp.pending_tables if t[1] is scope]:
+        finish_table(cp, *pending)
+    cp.pending_tables = [t for t in cp.pending_tables if t[1] is not scope]
+    slot_list.extend(slots + cp.ctx_slots.pop("__current__", []))
+    if prev_current is not None:
+        cp.ctx_slots["__current__"] = prev_current
+    em = Emitter()
+    em(f"def {fn}(P{''.join(', ' + n for n in names)}):")
+    with em.indent():
+        em(f"c = {ctx}()")
+        em("c.P = P")
+        for n in names:
+            em(f"c.{n} = {n}")
+        em.lines.extend(em_init.lines)
+        outs = scalar_outs(cp, decl.params, scope, "c.p_")
+        if isinstance(decl, A.ParserDecl):
+            parser_body(cp, decl, scope, em, p4name)
+        else:
+            fc = FnContext(outs=outs)
+            for s in decl.apply.stmts:
+                stmt(cp, s, scope, em, fc)
+        if outs:
+            em(f"return (None, {', '.join(outs)},)")
+    cp.pending_blocks.append((ctx, slot_list, em.lines))
+    # make the tables' actions and keys exist
+    return fn
+
+
+def parser_body(cp: Compiler, decl: A.ParserDecl, scope: Scope, em: Emitter, p4name: str) -> None:
+    names = {s.name for s in decl.states}
+    if "start" not in names:
+        raise err(f"parser {decl.name} has no start state", decl)
+    fns = {s.name: f"st_{cp.safe(p4name)}_{cp.safe(s.name)}_{cp.uid('')}" for s in decl.states}
+    for s in decl.states:
+        scope.add(s.name, StateBind(fns[s.name]))
+    for s in decl.states:
+        if s.name in ("accept", "reject"):
+            raise err(f"state {s.name} cannot be redefined", s)
+        st_scope = Scope(scope, kind="state")
+        sem = Emitter()
+        sem(f"def {fns[s.name]}(c):")
+        with sem.indent():
+            fc = FnContext(in_parser=True)
+            for x in s.stmts:
+                stmt(cp, x, st_scope, sem, fc)
+            transition(cp, s, st_scope, sem, fns)
+        emit_function(cp, sem.lines)
+    em(f"st = {fns['start']}")
+    em("while st is not None:")
+    em("    st = st(c)")
+
+
+def _target(name: str, fns: dict[str, str], node: Any) -> str:
+    if name == "accept":
+        return "None"
+    if name == "reject":
+        return "_REJECT"
+    if name not in fns:
+        raise err(f"unknown parser state {name}", node)
+    return fns[name]
+
+
+def transition(cp: Compiler, s: A.ParserState, scope: Scope, em: Emitter, fns: dict[str, str]) -> None:
+    tr = s.transition
+    if tr is None:
+        em("return _REJECT")  # a state without transition goes to reject
+        return
+    if isinstance(tr, str):
+        tgt = _target(tr, fns, s)
+        em("return _REJECT" if tgt == "_REJECT" else f"return {tgt}")
+        return
+    keys = [cp.value(x, scope, em) for x in tr.exprs]
+    for k, x in zip(keys, tr.exprs):
+        if isinstance(k.type, T.IntT):
+            raise err("select keys need a known width", x)
+    kvars = []
+    for i, k in enumerate(keys):
+        kv = f"_k{i}"
+        em(f"{kv} = {k.code}")
+        kvars.append(kv)
+    for case in tr.cases:
+        tgt = _target(case.state, fns, case)
+        ret = "return _REJECT" if tgt == "_REJECT" else f"return {tgt}"
+        ks = case.keyset.items if isinstance(case.keyset, A.TupleKeyset) else [case.keyset]
+        if len(ks) == 1 and len(keys) > 1 and isinstance(ks[0], (A.DefaultExpr, A.DontCare)):
+            ks = ks * len(keys)
+        if len(ks) != len(keys):
+            # a value_set used for a tuple of keys
+            if len(ks) == 1 and isinstance(ks[0], A.NameExpr) and isinstance(scope.lookup(ks[0].name),
+                                                                               ValueSetBind):
+                vs = scope.lookup(ks[0].name)
+                em(f"if {vs.code}.match(({', '.join(kvars)},)):")
+                em(f"    {ret}")
+                continue
+            raise err(f"select case has {len(ks)} values for {len(keys)} keys", case)
+        conds = []
+        for kv, k, x in zip(kvars, keys, ks):
+            c = keyset_cond(cp, kv, k.type, x, scope)
+            if c is not None:
+                conds.append(c)
+        if conds:
+            em(f"if {' and '.join(conds)}:")
+            em(f"    {ret}")
+        else:
+            em(ret)
+            return
+    em("raise ParserError('NoMatch')")
+
+
+def keyset_cond(cp: Compiler, kv: str, kt: T.Type, x: A.Expr, scope: Scope) -> str | None:
+    if isinstance(x, (A.DefaultExpr, A.DontCare)):
+        return None
+    if isinstance(x, A.Mask):
+        v = cp.value(x.value, scope, Emitter(), want=kt)
+        m = cp.value(x.mask, scope, Emitter(), want=kt)
+        vc, mc = _const_of(cp, v, kt, x), _const_of(cp, m, kt, x)
+        return f"({kv} & {mc:#x}) == {vc & mc:#x}"
+    if isinstance(x, A.RangeExpr):
+        lo = _const_of(cp, cp.value(x.lo, scope, Emitter(), want=kt), kt, x)
+        hi = _const_of(cp, cp.value(x.hi, scope, Emitter(), want=kt), kt, x)
+        return f"{lo} <= {kv} <= {hi}"
+    if isinstance(x, A.NameExpr):
+        b = scope.lookup(x.name)
+        if isinstance(b, ValueSetBind):
+            return f"{b.code}.match(({kv},))"
+    v = cp.value(x, scope, Emitter(), want=kt)
+    return f"{kv} == {_const_of(cp, v, kt, x)!r}"
+
+
+def _const_of(cp: Compiler, v: V, kt: T.Type, node: Any) -> Any:
+    if not v.is_const:
+        raise err("select cases need compile-time values", node)
+    if isinstance(kt, T.BitT) and isinstance(v.const, int) and not isinstance(v.const, bool):
+        return fit(v.const, kt)
+    return v.const
+
+
+def value_set(cp: Compiler, d: A.ValueSetDecl, scope: Scope, prefix: str) -> None:
+    t = cp.resolve_type(d.type, scope)
+    size = cp.const_int(d.size, scope)
+    p4name = cp.p4_name(d.name, d.annotations, prefix)
+    code = f"VS_{cp.safe(p4name)}_{cp.uid('')}"
+    if isinstance(t, T.StructLikeT):
+        fields = [M.MatchField(n, T.serial_width(ft) or 0, _vs_kind(t, n), i + 1)
+                  for i, (n, ft) in enumerate(t.fields)]
+    else:
+        fields = [M.MatchField(d.name, T.serial_width(t) or 0, "exact", 1)]
+    cp.info.value_sets.append(M.ValueSetInfo(p4name, size, fields))
+    cp.em(f"{code} = RT.value_set({p4name!r}, {size})")
+    scope.add(d.name, ValueSetBind(code, t, p4name))
+
+
+def _vs_kind(t: T.StructLikeT, field: str) -> str:
+    for a in t.field_annotations.get(field, []):
+        if a.name == "match":
+            return a.body.strip()
+    return "exact"
+
+
+# ---------------------------------------------------------------------------- tables
+def table_decl(cp: Compiler, d: A.TableDecl, scope: Scope, prefix: str) -> None:
+    p4name = cp.p4_name(d.name, d.annotations, prefix)
+    code = f"T_{cp.safe(p4name)}_{cp.uid('')}"
+    scope.add(d.name, TableBind(code, d, p4name))
+    cp.pending_tables.append((d, scope, p4name, code))
+
+
+def finish_table(cp: Compiler, d: A.TableDecl, scope: Scope, p4name: str, code: str) -> None:
+    key_prop = d.prop("key")
+    keys = key_prop.value if key_prop is not None else []
+    kinds, widths, codes, mfs = [], [], [], []
+    em = Emitter()
+    for i, k in enumerate(keys, start=1):
+        if k.match_kind not in cp.match_kinds:
+            raise err(f"unknown match kind {k.match_kind}", k)
+        v = cp.value(k.expr, scope, em)
+        t = v.type
+        if isinstance(t, T.BoolT):
+            kc, w = f"int({v.code})", 1
+        elif isinstance(t, T.BitT):
+            w = t.width
+            kc = v.code if not t.signed else f"({v.code} & {t.mask:#x})"
+        elif isinstance(t, T.EnumT) and t.underlying is not None:
+            kc, w = v.code, t.underlying.width
+        elif isinstance(t, T.ErrorT):
+            kc, w = f"_ERRNO[{v.code}]", 32
+        else:
+            raise err(f"table key of type {t} is not supported", k.expr)
+        if k.match_kind == "selector":
+            continue
+        nm = A.find_annotation(k.annotations, "name")
+        fname = nm.string_arg() if nm is not None else cp.text(k.expr)
+        anns = [a.source() for a in k.annotations if a.name not in ("name", "id")]
+        kinds.append(k.match_kind)
+        widths.append(w)
+        codes.append(kc)
+        mfs.append(M.MatchField(fname, w, k.match_kind, i, anns))
+    key_fn = f"k_{code}"
+    kem = Emitter()
+    kem(f"def {key_fn}(c):")
+    with kem.indent():
+        kem.lines.extend("    " + ln for ln in em.lines)
+        kem(f"return ({''.join(c + ', ' for c in codes)})")
+    emit_function(cp, kem.lines)
+
+    # actions
+    act_prop = d.prop("actions")
+    refs = act_prop.value if act_prop is not None else []
+    action_fns: dict[str, str] = {}
+    action_params: dict[str, list[tuple[str, int]]] = {}
+    arefs = []
+    for r in refs:
+        b = scope.lookup(r.name)
+        if not isinstance(b, ActionBind):
+            raise err(f"{r.name} is not an action", r)
+        fn = ensure_action(cp, b)
+        cp_params = [p for p in b.decl.params if p.direction == ""]
+        dir_params = [p for p in b.decl.params if p.direction != ""]
+        if len(r.args) > len(dir_params) and r.args:
+            raise err(f"action {r.name} in table {d.name} binds {len(r.args)} arguments, "
+                      f"it has {len(dir_params)} directional parameters", r)
+        if dir_params:
+            if len(r.args) != len(dir_params):
+                raise err(f"action {r.name} needs its directional arguments bound in the actions list", r)
+            wrapper = f"w_{fn}_{cp.uid('')}"
+            wem = Emitter()
+            cpn = [f"cp_{i}" for i in range(len(cp_params))]
+            wem(f"def {wrapper}(c{''.join(', ' + n for n in cpn)}):")
+            with wem.indent():
+                from softswitch.compiler.calls import bind_args
+
+                call = A.Call(A.NameExpr(r.name), [], list(r.args), loc=r.loc)
+                codes_, outs = bind_args(cp, dir_params, [a.value for a in call.args], b.scope, scope, wem,
+                                         r.name, call)
+                # build argument list in declaration order
+                it_dir = iter(codes_)
+                it_cp = iter(cpn)
+                ordered = [next(it_dir) if p.direction != "" else next(it_cp) for p in b.decl.params]
+                from softswitch.compiler.calls import finish_call
+
+                res = finish_call(cp, f"{fn}(c, {', '.join(ordered)})", outs, T.VOID, scope, wem)
+                if res.code not in ("None", "") and not outs:
+                    wem(res.code)
+            emit_function(cp, wem.lines)
+            fn = wrapper
+        action_fns[b.p4name] = fn
+        action_params[b.p4name] = [(p.name, _param_width(cp, p, b.scope)) for p in cp_params]
+        scope_s = "TABLE_AND_DEFAULT"
+        if A.find_annotation(r.annotations, "tableonly"):
+            scope_s = "TABLE_ONLY"
+        elif A.find_annotation(r.annotations, "defaultonly"):
+            scope_s = "DEFAULT_ONLY"
+        arefs.append(M.ActionRef(b.p4name, scope_s, [a.source() for a in r.annotations]))
+
+    # default action
+    dprop = d.prop("default_action")
+    if dprop is not None:
+        dname, dargs = _action_call(cp, dprop.value, scope, d)
+        if dname not in action_fns:
+            # p4c requires default actions to be listed; NoAction is implicit only when listed
+            b = scope.lookup(dname.split(".")[-1]) if "." in dname else scope.lookup(dname)
+            raise err(f"default action {dname} of table {d.name} is not in its actions list", dprop)
+        dconst = dprop.is_const
+    else:
+        noaction = scope.lookup("NoAction")
+        if isinstance(noaction, ActionBind):
+            ensure_action(cp, noaction)
+            dname, dargs = noaction.p4name, []
+            if dname not in action_fns:
+                action_fns[dname] = noaction.fn
+                action_params[dname] = []
+        else:
+            raise err(f"table {d.name} has no default_action and NoAction is not declared", d)
+        dconst = False
+    for pname_w, val in zip(action_params[dname], dargs):
+        pass
+    if len(dargs) != len(action_params[dname]):
+        raise err(f"default action {dname} of table {d.name} needs {len(action_params[dname])} arguments", d)
+
+    # size and other properties
+    size = 1024
+    sp = d.prop("size")
+    if sp is not None:
+        size = cp.const_int(sp.value, scope)
+    dcounter = dmeter = impl = None
+    idle = False
+    largest_wins = True
+    for p in d.properties:
+        if p.name == "counters":
+            dcounter = _instance_name(cp, p.value, scope, "direct_counter")
+        elif p.name == "meters":
+            dmeter = _instance_name(cp, p.value, scope, "direct_meter")
+        elif p.name == "implementation":
+            impl = _instance_name(cp, p.value, scope, None)
+            raise err("action profiles and selectors are not supported by this switch yet", p)
+        elif p.name == "support_timeout":
+            idle = bool(cp.value(p.value, scope, Emitter()).const)
+        elif p.name == "largest_priority_wins":
+            largest_wins = bool(cp.value(p.value, scope, Emitter()).const)
+
+    # const entries
+    entries_prop = d.prop("entries")
+    entries = []
+    if entries_prop is not None:
+        n = len(entries_prop.value)
+        for i, ent in enumerate(entries_prop.value):
+            ks = ent.keyset.items if isinstance(ent.keyset, A.TupleKeyset) else [ent.keyset]
+            if len(ks) == 1 and len(kinds) > 1 and isinstance(ks[0], (A.DefaultExpr, A.DontCare)):
+                ks = ks * len(kinds)
+            if len(ks) != len(kinds):
+                raise err(f"entry has {len(ks)} key values, table {d.name} has {len(kinds)} keys", ent)
+            mvals = [_entry_match(cp, x, kind, w, scope) for x, kind, w in zip(ks, kinds, widths)]
+            aname, aargs = _action_call(cp, ent.action, scope, d)
+            if aname not in action_fns:
+                raise err(f"action {aname} is not in the actions of table {d.name}", ent)
+            if len(aargs) != len(action_params[aname]):
+                raise err(f"action {aname} needs {len(action_params[aname])} arguments", ent)
+            prio = None
+            if ent.priority is not None:
+                prio = cp.const_int(ent.priority, scope)
+            else:
+                pa = A.find_annotation(ent.annotations, "priority")
+                if pa is not None:
+                    prio = int(pa.body, 0)
+            if prio is None and any(k in ("ternary", "range", "optional") for k in kinds):
+                prio = n - i  # earlier entries win
+            entries.append((mvals, aname, aargs, prio))
+    is_const = entries_prop is not None and (entries_prop.is_const or all(e.is_const for e in entries_prop.value))
+    idann = A.find_annotation(d.annotations, "id")
+    info = M.TableInfo(
+        name=p4name, match_fields=mfs, action_refs=arefs, size=size, default_action=dname,
+        default_action_args={n: v for (n, _), v in zip(action_params[dname], dargs)},
+        default_action_const=dconst, is_const_table=is_const and entries_prop is not None,
+        has_initial_entries=entries_prop is not None, direct_counter=dcounter, direct_meter=dmeter,
+        implementation=impl, idle_timeout=idle, id=int(idann.body, 0) if idann else None,
+        annotations=[a.source() for a in d.annotations if a.name not in ("name", "id")],
+    )
+    cp.info.tables.append(info)
+    if dcounter:
+        unit, pid, anns = cp.direct_counters[dcounter]
+        cp.info.direct_counters.append(M.DirectCounterInfo(dcounter, unit, p4name, pid, anns))
+    if dmeter:
+        unit, pid, anns = cp.direct_meters[dmeter]
+        cp.info.direct_meters.append(M.DirectMeterInfo(dmeter, unit, p4name, pid, anns))
+    spec = TableSpec(p4name, key_fn, kinds, widths, action_fns, action_params, dname, dargs, entries,
+                     dcounter, dmeter, size, largest_wins)
+    cp.tables.append(spec)
+    cp.em(f"{code} = RT.table({p4name!r})")
+
+
+def _param_width(cp: Compiler, p: A.Param, scope: Scope) -> int:
+    t = cp.resolve_type(p.type, scope)
+    w = T.serial_width(t)
+    if w is None:
+        raise err(f"action parameter {p.name} must be bit<>, bool or a serializable enum", p)
+    return w
+
+
+def _instance_name(cp: Compiler, e: A.Expr, scope: Scope, kind: str | None) -> str:
+    if isinstance(e, A.NameExpr):
+        b = scope.lookup(e.name)
+        if isinstance(b, ExternInst):
+            if kind is not None and b.type.extern_name != kind:
+                raise err(f"{e.name} is a {b.type.extern_name}, not a {kind}", e)
+            return b.p4name
+    raise err("expected the name of an extern instance", e)
+
+
+def _action_call(cp: Compiler, e: Any, scope: Scope, table: Any) -> tuple[str, list[int]]:
+    if isinstance(e, A.ActionRefExpr):
+        name, args = e.name, [a.value for a in e.args]
+    elif isinstance(e, A.Call) and isinstance(e.callee, A.NameExpr):
+        name, args = e.callee.name, [a.value for a in e.args]
+    elif isinstance(e, A.NameExpr):
+        name, args = e.name, []
+    else:
+        raise err("expected an action call", e)
+    b = scope.lookup(name)
+    if not isinstance(b, ActionBind):
+        raise err(f"{name} is not an action", e)
+    cparams = [p for p in b.decl.params if p.direction == ""]
+    vals = []
+    for p, a in zip(cparams, args[len(b.decl.params) - len(cparams):] if len(args) > len(cparams) else args):
+        pt = cp.resolve_type(p.type, b.scope)
+        v = cp.value(a, scope, Emitter(), want=pt)
+        if not v.is_const:
+            raise err("action arguments in entries and default actions must be constants", a)
+        vals.append(fit(int(v.const), pt) if isinstance(pt, T.BitT) else int(v.const))
+    if len(args) < len(cparams):
+        raise err(f"action {name} needs {len(cparams)} arguments, {len(args)} given", e)
+    return b.p4name, vals
+
+
+def _entry_match(cp: Compiler, x: A.Expr, kind: str, w: int, scope: Scope) -> Any:
+    """A const entry's key value as (kind, a, b): exact (v), ternary (v, mask), lpm (v, plen),
+    range (lo, hi), optional (v) or None for a wildcard."""
+    from softswitch import api
+
+    mask = (1 << w) - 1
+    kt = T.BitT(w)
+    if isinstance(x, (A.DefaultExpr, A.DontCare)):
+        if kind == "exact":
+            raise err("an exact key cannot be a wildcard", x)
+        return None
+    if isinstance(x, A.Mask):
+        v = _const_of(cp, cp.value(x.value, scope, Emitter(), want=kt), kt, x) & mask
+        m = _const_of(cp, cp.value(x.mask, scope, Emitter(), want=kt), kt, x) & mask
+        if kind == "lpm":
+            plen = bin(m).count("1")
+            if m != (mask ^ ((1 << (w - plen)) - 1)):
+                raise err("lpm entry mask must be a prefix", x)
+            return api.Lpm(v & m, plen)
+        if kind in ("ternary", "optional"):
+            return api.Ternary(v & m, m)
+        raise err(f"&&& is not allowed for {kind} keys", x)
+    if isinstance(x, A.RangeExpr):
+        lo = _const_of(cp, cp.value(x.lo, scope, Emitter(), want=kt), kt, x)
+        hi = _const_of(cp, cp.value(x.hi, scope, Emitter(), want=kt), kt, x)
+        if kind != "range":
+            raise err(f".. is not allowed for {kind} keys", x)
+        return api.Range(lo, hi)
+    v = cp.value(x, scope, Emitter(), want=kt)
+    if isinstance(v.const, bool):
+        val = int(v.const)
+    else:
+        val = _const_of(cp, v, v.type if isinstance(v.type, T.BitT) else kt, x)
+        if isinstance(v.type, T.EnumT) and v.type.underlying is None:
+            raise err("plain enum values cannot be table keys", x)
+    val &= mask
+    if kind == "exact":
+        return api.Exact(val)
+    if kind == "lpm":
+        return api.Lpm(val, w)
+    if kind == "ternary":
+        return api.Ternary(val, mask)
+    if kind == "range":
+        return api.Range(val, val)
+    if kind == "optional":
+        return api.Optional_(val)
+    raise err(f"match kind {kind} is not supported", x)
+
+
+__all__ = ["compile_block", "finish_table", "extract_fn", "emit_fn", "lookahead_fn", "ensure_action",
+           "ensure_function", "TypeBind", "FuncBind", "V", "body", "Var"]

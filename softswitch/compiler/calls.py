@@ -1,0 +1,536 @@
+"""Code generation for calls: methods of headers, stacks, packets, tables and externs, actions,
+functions, and the v1model/core extern functions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from softswitch.compiler import types as T
+from softswitch.compiler.codegen import V, Compiler, Emitter, err
+from softswitch.compiler.scope import ActionBind, BlockInst, ExternFuncBind, ExternInst, FuncBind, Scope, Var
+from softswitch.frontend import ast as A
+
+TABLE_RESULT = T.ExternT("__table_result")
+
+
+def ordered_args(call: A.Call, params: list[A.Param], what: str) -> list[A.Expr | None]:
+    """Arguments in parameter order (named arguments allowed; missing ones use defaults)."""
+    named = [a for a in call.args if a.name is not None]
+    if named and len(named) != len(call.args):
+        raise err(f"call of {what} mixes named and positional arguments", call)
+    if named:
+        by_name = {a.name: a.value for a in call.args}
+        out: list[A.Expr | None] = []
+        for p in params:
+            if p.name in by_name:
+                out.append(by_name.pop(p.name))
+            elif p.default is not None:
+                out.append(p.default)
+            elif A.find_annotation(p.annotations, "optional") is not None:
+                out.append(None)
+            else:
+                raise err(f"call of {what} lacks argument {p.name}", call)
+        if by_name:
+            raise err(f"{what} has no parameter {next(iter(by_name))}", call)
+        return out
+    values: list[A.Expr | None] = [a.value for a in call.args]
+    if len(values) > len(params):
+        raise err(f"{what} takes {len(params)} arguments, {len(values)} given", call)
+    for p in params[len(values):]:
+        if p.default is not None:
+            values.append(p.default)
+        elif A.find_annotation(p.annotations, "optional") is not None:
+            values.append(None)
+        else:
+            raise err(f"{what} takes {len(params)} arguments, {len(call.args)} given", call)
+    return values
+
+
+def compile_call(cp: Compiler, e: A.Call, scope: Scope, em: Emitter, want: Any) -> V:
+    callee = e.callee
+    if isinstance(callee, A.Member):
+        tb = cp.table_of_apply(e, scope)
+        if tb is not None:
+            return V(f"{tb.code}.apply(c)", TABLE_RESULT, bind=("apply", tb))
+        method = callee.member
+        base = cp.expr(callee.expr, scope, em)
+        b = base.bind
+        if isinstance(b, ExternInst):
+            return extern_method(cp, b, method, e, scope, em)
+        if isinstance(b, BlockInst):
+            if method != "apply":
+                raise err(f"{b.decl.name} instances only have apply()", e)
+            return call_block(cp, b, e, scope, em)
+        if b is not None:
+            raise err(f"{cp.text(callee.expr)} has no method {method}", e)
+        bt = base.type
+        if isinstance(bt, T.ExternT):
+            if bt.extern_name == "packet_in":
+                return packet_in_method(cp, base, method, e, scope, em)
+            if bt.extern_name == "packet_out":
+                return packet_out_method(cp, base, method, e, scope, em)
+            raise err(f"unsupported method {bt.extern_name}.{method}", e)
+        if isinstance(bt, T.StructLikeT) and bt.is_header:
+            if e.args:
+                raise err(f"{method}() takes no arguments", e)
+            if method == "isValid":
+                return V(f"{base.code}._v", T.BOOL)
+            if method in ("setValid", "setInvalid"):
+                val = "True" if method == "setValid" else "False"
+                union = union_of(cp, callee.expr, scope)
+                if union is not None and method == "setValid":
+                    return V(f"_union_set_valid({union}, {base.code})", T.VOID)
+                return V(f"_setv({base.code}, {val})", T.VOID)
+            raise err(f"headers have no method {method}", e)
+        if isinstance(bt, T.StructLikeT) and bt.is_union:
+            if method == "isValid":
+                return V(f"_union_valid({base.code})", T.BOOL)
+            raise err(f"header unions have no method {method}", e)
+        if isinstance(bt, T.StackT):
+            if method in ("push_front", "pop_front"):
+                if len(e.args) != 1:
+                    raise err(f"{method} takes one argument", e)
+                n = cp.const_int(e.args[0].value, scope)
+                return V(f"{base.code}.{method}({n})", T.VOID)
+            raise err(f"header stacks have no method {method}", e)
+        raise err(f"values of type {bt} have no method {method}", e)
+    if isinstance(callee, A.NameExpr):
+        b = scope.lookup(callee.name)
+        if b is None:
+            raise err(f"unknown function or action {callee.name}", e)
+        if isinstance(b, ActionBind):
+            return call_action(cp, b, e, scope, em)
+        if isinstance(b, FuncBind):
+            return call_function(cp, b, e, scope, em)
+        if isinstance(b, ExternFuncBind):
+            return extern_function(cp, callee.name, b, e, scope, em)
+        raise err(f"{callee.name} is not callable", e)
+    raise err("unsupported call", e)
+
+
+def union_of(cp: Compiler, e: A.Expr, scope: Scope) -> str | None:
+    if isinstance(e, A.Member):
+        base = cp.expr(e.expr, scope, Emitter())
+        if isinstance(base.type, T.StructLikeT) and base.type.is_union:
+            return base.code
+    return None
+
+
+# ---------------------------------------------------------------------------- user calls
+def bind_args(cp: Compiler, params: list[A.Param], args: list[A.Expr | None], pscope: Scope, scope: Scope,
+              em: Emitter, what: str, call: Any) -> tuple[list[str], list[tuple[A.Expr, T.Type]]]:
+    """Argument code in order, and the (lvalue, type) pairs to copy scalar out/inout results to."""
+    codes: list[str] = []
+    outs: list[tuple[A.Expr, T.Type]] = []
+    for p, a in zip(params, args):
+        pt = cp.resolve_type(p.type, pscope)
+        if a is None:
+            codes.append(repr(T.default_value(pt)) if not isinstance(pt, (T.StructLikeT, T.StackT)) else "None")
+            continue
+        scalar = not isinstance(pt, (T.StructLikeT, T.StackT))
+        if p.direction in ("out", "inout"):
+            if scalar:
+                outs.append((a, pt))
+                if p.direction == "inout":
+                    v = cp.value(a, scope, em, want=pt)
+                    codes.append(cp.coerce(v, pt, a))
+                else:
+                    codes.append(repr(T.default_value(pt)))
+            else:
+                v = cp.value(a, scope, em, want=pt)
+                codes.append(v.code)
+        else:
+            v = cp.value(a, scope, em, want=pt)
+            if scalar:
+                codes.append(cp.coerce(v, pt, a))
+            else:
+                codes.append(f"{v.code}._copy()" if not v.code.startswith("_mk(") else v.code)
+    return codes, outs
+
+
+def finish_call(cp: Compiler, code: str, outs: list, ret_type: T.Type, scope: Scope, em: Emitter) -> V:
+    if not outs:
+        return V(code, ret_type)
+    tmp = cp.uid("_r")
+    em(f"{tmp} = {code}")
+    for i, (lv, t) in enumerate(outs, start=1):
+        from softswitch.compiler.stmts import assign_code
+
+        assign_code(cp, lv, V(f"{tmp}[{i}]", t), scope, em)
+    return V(f"{tmp}[0]", ret_type)
+
+
+def call_action(cp: Compiler, b: ActionBind, e: A.Call, scope: Scope, em: Emitter) -> V:
+    from softswitch.compiler.blocks import ensure_action
+
+    fn = ensure_action(cp, b)
+    args = ordered_args(e, b.decl.params, f"action {b.decl.name}")
+    codes, outs = bind_args(cp, b.decl.params, args, b.scope, scope, em, b.decl.name, e)
+    return finish_call(cp, f"{fn}(c{''.join(', ' + c for c in codes)})", outs, T.VOID, scope, em)
+
+
+def call_function(cp: Compiler, b: FuncBind, e: A.Call, scope: Scope, em: Emitter) -> V:
+    from softswitch.compiler.blocks import ensure_function
+
+    fn = ensure_function(cp, b)
+    proto = b.decl.proto
+    args = ordered_args(e, proto.params, f"function {proto.name}")
+    codes, outs = bind_args(cp, proto.params, args, b.scope, scope, em, proto.name, e)
+    rt = cp.resolve_type(proto.return_type, b.scope)
+    return finish_call(cp, f"{fn}(c{''.join(', ' + c for c in codes)})", outs, rt, scope, em)
+
+
+def call_block(cp: Compiler, b: BlockInst, e: A.Call, scope: Scope, em: Emitter) -> V:
+    params = b.decl.params
+    args = ordered_args(e, params, f"{b.decl.name}.apply")
+    codes: list[str] = []
+    outs: list[tuple[A.Expr, T.Type]] = []
+    inner = cp.blocks[b.fn]
+    for p, a in zip(params, args):
+        pt = cp.resolve_type(p.type, inner)
+        if isinstance(pt, T.ExternT) and pt.extern_name in ("packet_in", "packet_out"):
+            continue  # the packet is implicit
+        if a is None:
+            codes.append("None")
+            continue
+        scalar = not isinstance(pt, (T.StructLikeT, T.StackT))
+        v = cp.value(a, scope, em, want=pt)
+        if scalar and p.direction in ("out", "inout"):
+            outs.append((a, pt))
+        if scalar:
+            codes.append(cp.coerce(v, pt, a) if p.direction != "out" else repr(T.default_value(pt)))
+        elif p.direction in ("", "in"):
+            codes.append(f"{v.code}._copy()")
+        else:
+            codes.append(v.code)
+    return finish_call(cp, f"{b.fn}(c.P{''.join(', ' + c for c in codes)})", outs, T.VOID, scope, em)
+
+
+# ---------------------------------------------------------------------------- packets
+def packet_in_method(cp: Compiler, pkt: V, method: str, e: A.Call, scope: Scope, em: Emitter) -> V:
+    from softswitch.compiler.blocks import extract_fn, lookahead_fn
+
+    P = pkt.code
+    if method == "extract":
+        if len(e.args) not in (1, 2):
+            raise err("extract takes one or two arguments", e)
+        target = e.args[0].value
+        if isinstance(target, A.Member) and target.member == "next":
+            stack = cp.value(target.expr, scope, em)
+            if not isinstance(stack.type, T.StackT):
+                raise err("next is only defined on header stacks", target)
+            ht = stack.type.element
+            fn = extract_fn(cp, ht, e)
+            h = cp.uid("_h")
+            em(f"{h} = _stack_next({stack.code})")
+            if len(e.args) == 2:
+                bits = cp.value(e.args[1].value, scope, em)
+                em(f"{fn}({P}, {h}, {bits.code})")
+            else:
+                em(f"{fn}({P}, {h})")
+            em(f"{stack.code}.nxt += 1")
+            return V("None", T.VOID)
+        h = cp.value(target, scope, em)
+        if not (isinstance(h.type, T.StructLikeT) and h.type.is_header):
+            raise err(f"extract needs a header, not {h.type}", target)
+        fn = extract_fn(cp, h.type, e)
+        union = union_of(cp, target, scope)
+        if len(e.args) == 2:
+            bits = cp.value(e.args[1].value, scope, em)
+            em(f"{fn}({P}, {h.code}, {bits.code})")
+        else:
+            em(f"{fn}({P}, {h.code})")
+        if union is not None:
+            em(f"_union_set_valid({union}, {h.code})")
+        return V("None", T.VOID)
+    if method == "lookahead":
+        if len(e.type_args) != 1 or e.args:
+            raise err("lookahead takes one type argument and no arguments", e)
+        t = cp.resolve_type(e.type_args[0], scope)
+        if isinstance(t, T.BitT):
+            return V(f"_peek({P}, {t.width})", t)
+        if isinstance(t, T.BoolT):
+            return V(f"bool(_peek({P}, 1))", t)
+        if isinstance(t, T.StructLikeT) and t.is_header:
+            return V(f"{lookahead_fn(cp, t, e)}({P})", t)
+        raise err(f"lookahead of type {t} is not supported", e)
+    if method == "advance":
+        if len(e.args) != 1:
+            raise err("advance takes one argument", e)
+        bits = cp.value(e.args[0].value, scope, em)
+        return V(f"_advance({P}, {bits.code})", T.VOID)
+    if method == "length":
+        return V(f"{P}.n", T.BitT(32))
+    raise err(f"packet_in has no method {method}", e)
+
+
+def packet_out_method(cp: Compiler, pkt: V, method: str, e: A.Call, scope: Scope, em: Emitter) -> V:
+    if method != "emit":
+        raise err(f"packet_out has no method {method}", e)
+    if len(e.args) != 1:
+        raise err("emit takes one argument", e)
+    v = cp.value(e.args[0].value, scope, em)
+    emit_value(cp, f"{pkt.code}.out", v.code, v.type, em, e)
+    return V("None", T.VOID)
+
+
+def emit_value(cp: Compiler, out: str, code: str, t: T.Type, em: Emitter, node: Any) -> None:
+    from softswitch.compiler.blocks import emit_fn
+
+    if isinstance(t, T.StructLikeT):
+        if t.is_header:
+            em(f"{emit_fn(cp, t, node)}({out}, {code})")
+            return
+        for fname, ft in t.fields:
+            emit_value(cp, out, f"{code}.{T.pyname(fname)}", ft, em, node)
+        return
+    if isinstance(t, T.StackT):
+        for i in range(t.size):
+            emit_value(cp, out, f"{code}.h[{i}]", t.element, em, node)
+        return
+    raise err(f"emit needs a header, header stack, header union or struct, not {t}", node)
+
+
+# ---------------------------------------------------------------------------- field lists
+def flatten_fields(cp: Compiler, e: A.Expr | None, scope: Scope, em: Emitter) -> str:
+    """Python expression for a list of (value, width) pairs, as bmv2 feeds hash/checksum
+    calculations: fields of invalid headers are left out."""
+    if e is None:
+        return "()"
+    items = e.items if isinstance(e, A.ListExpr) else [e]
+    parts: list[str] = []
+    for it in items:
+        if isinstance(it, A.ListExpr):
+            parts.append(f"*{flatten_fields(cp, it, scope, em)}")
+            continue
+        v = cp.value(it, scope, em)
+        parts.append(_flatten_value(v.code, v.type, it))
+    return "(" + "".join(p + ", " for p in parts) + ")"
+
+
+def _flatten_value(code: str, t: T.Type, node: Any) -> str:
+    if isinstance(t, T.BitT):
+        if t.signed:
+            return f"({code} & {t.mask:#x}, {t.width})"
+        return f"({code}, {t.width})"
+    if isinstance(t, T.BoolT):
+        return f"(int({code}), 1)"
+    if isinstance(t, T.EnumT) and t.underlying is not None:
+        return f"({code}, {t.underlying.width})"
+    if isinstance(t, T.VarbitT):
+        return f"{code}"
+    if isinstance(t, T.StructLikeT):
+        inner = ", ".join(_flatten_value(f"{code}.{T.pyname(n)}", ft, node) for n, ft in t.fields)
+        if t.is_header:
+            return f"*(({inner},) if {code}._v else ())"
+        return f"*({inner},)"
+    if isinstance(t, T.StackT):
+        return ", ".join(_flatten_value(f"{code}.h[{i}]", t.element, node) for i in range(t.size))
+    if isinstance(t, T.IntT):
+        raise err("a field list needs values of known width", node)
+    raise err(f"cannot use a {t} value in a field list", node)
+
+
+def lvalue_paths(cp: Compiler, e: A.Expr | None, scope: Scope) -> list[tuple[str, ...]]:
+    """Paths (root marker + attribute names) of the metadata fields named by a field list."""
+    if e is None:
+        return []
+    items = e.items if isinstance(e, A.ListExpr) else [e]
+    out: list[tuple[str, ...]] = []
+    for it in items:
+        path: list[str] = []
+        x = it
+        while isinstance(x, A.Member):
+            path.insert(0, T.pyname(x.member))
+            x = x.expr
+        if isinstance(x, A.TypeMember):
+            path.insert(0, T.pyname(x.member))
+            x = A.NameExpr(getattr(x.type, "name", ""))
+        if not isinstance(x, A.NameExpr):
+            continue
+        b = scope.lookup(x.name)
+        if not isinstance(b, Var):
+            continue
+        if cp.meta_type is not None and b.type is cp.meta_type:
+            root = "m"
+        elif isinstance(b.type, T.StructLikeT) and b.type.type_name == "standard_metadata_t":
+            root = "s"
+        else:
+            continue
+        out.append((root, *path))
+    return out
+
+
+# ---------------------------------------------------------------------------- externs
+def _lv_assign(cp: Compiler, lv: A.Expr, code: str, t: T.Type, scope: Scope, em: Emitter) -> None:
+    from softswitch.compiler.stmts import assign_code
+
+    assign_code(cp, lv, V(code, t), scope, em)
+
+
+def _target_type(cp: Compiler, lv: A.Expr, scope: Scope) -> T.Type:
+    return cp.value(lv, scope, Emitter()).type
+
+
+def _width(t: T.Type, node: Any) -> int:
+    w = T.serial_width(t)
+    if w is None:
+        raise err(f"expected a bit<> value, not {t}", node)
+    return w
+
+
+def _algo(cp: Compiler, e: A.Expr, scope: Scope) -> str:
+    v = cp.value(e, scope, Emitter())
+    if not v.is_const or not isinstance(v.const, str):
+        raise err("the hash algorithm must be a HashAlgorithm constant", e)
+    return v.const.split(".")[-1]
+
+
+def extern_method(cp: Compiler, inst: ExternInst, method: str, e: A.Call, scope: Scope, em: Emitter) -> V:
+    kind = inst.type.extern_name if isinstance(inst.type, T.ExternT) else ""
+    X = inst.code
+    args = [a.value for a in e.args]
+    if kind == "register":
+        et = inst.type.type_args[0] if inst.type.type_args else T.BitT(32)
+        if method == "read" and len(args) == 2:
+            idx = cp.value(args[1], scope, em, want=T.BitT(32))
+            _lv_assign(cp, args[0], f"{X}.read({idx.code})", et, scope, em)
+            return V("None", T.VOID)
+        if method == "write" and len(args) == 2:
+            idx = cp.value(args[0], scope, em, want=T.BitT(32))
+            val = cp.value(args[1], scope, em, want=et)
+            return V(f"{X}.write({idx.code}, {cp.coerce(val, et, args[1])})", T.VOID)
+    elif kind == "counter":
+        if method == "count" and len(args) == 1:
+            idx = cp.value(args[0], scope, em, want=T.BitT(32))
+            return V(f"{X}.count({idx.code}, c.P.length)", T.VOID)
+    elif kind == "direct_counter":
+        if method == "count" and not args:
+            return V("None", T.VOID)  # the table counts every hit already
+    elif kind == "meter":
+        if method == "execute_meter" and len(args) == 2:
+            idx = cp.value(args[0], scope, em, want=T.BitT(32))
+            t = _target_type(cp, args[1], scope)
+            _lv_assign(cp, args[1], f"{X}.execute({idx.code}, c.P.length)", t, scope, em)
+            return V("None", T.VOID)
+    elif kind == "direct_meter":
+        if method == "read" and len(args) == 1:
+            t = _target_type(cp, args[0], scope)
+            _lv_assign(cp, args[0], f"c.P.meter_color.get({inst.p4name!r}, 0)", t, scope, em)
+            return V("None", T.VOID)
+    elif kind == "Checksum16":
+        if method == "get" and len(args) == 1:
+            return V(f"_csum('csum16', {flatten_fields(cp, args[0], scope, em)})", T.BitT(16))
+    raise err(f"{kind} {inst.p4name} has no method {method} with {len(args)} arguments", e)
+
+
+def extern_function(cp: Compiler, name: str, b: ExternFuncBind, e: A.Call, scope: Scope, em: Emitter) -> V:
+    args = [a.value for a in e.args]
+    n = len(args)
+
+    def need(k: int) -> None:
+        if n != k:
+            raise err(f"{name} takes {k} arguments, {n} given", e)
+
+    if name == "verify":
+        need(2)
+        c = cp.value(args[0], scope, em)
+        er = cp.value(args[1], scope, em)
+        em(f"if not {c.code}:")
+        em(f"    raise ParserError({er.code})")
+        return V("None", T.VOID)
+    if name == "mark_to_drop":
+        sm = cp.value(args[0], scope, em).code if n == 1 else "c.P.sm"
+        return V(f"_mark_to_drop({sm})", T.VOID)
+    if name == "hash":
+        need(5)
+        t = _target_type(cp, args[0], scope)
+        w = _width(t, args[0])
+        algo = _algo(cp, args[1], scope)
+        base = cp.value(args[2], scope, em)
+        mx = cp.value(args[4], scope, em)
+        fields = flatten_fields(cp, args[3], scope, em)
+        code = f"_hash_result(_hash({algo!r}, {fields}), {base.code}, {mx.code}, {w})"
+        _lv_assign(cp, args[0], code, t, scope, em)
+        return V("None", T.VOID)
+    if name == "random":
+        need(3)
+        t = _target_type(cp, args[0], scope)
+        lo = cp.value(args[1], scope, em, want=t)
+        hi = cp.value(args[2], scope, em, want=t)
+        _lv_assign(cp, args[0], f"RT.random({lo.code}, {hi.code})", t, scope, em)
+        return V("None", T.VOID)
+    if name in ("verify_checksum", "verify_checksum_with_payload", "update_checksum",
+                "update_checksum_with_payload"):
+        need(4)
+        cond = cp.value(args[0], scope, em)
+        fields = flatten_fields(cp, args[1], scope, em)
+        algo = _algo(cp, args[3], scope)
+        payload = ", c.P.data[c.P.off:]" if name.endswith("_with_payload") else ""
+        t = _target_type(cp, args[2], scope)
+        w = _width(t, args[2])
+        calc = f"(_csum({algo!r}, {fields}{payload}) & {(1 << w) - 1:#x})"
+        if name.startswith("verify"):
+            ck = cp.value(args[2], scope, em)
+            em(f"if {cond.code} and {calc} != {ck.code}:")
+            em("    c.P.sm.checksum_error = 1")
+        else:
+            em(f"if {cond.code}:")
+            with em.indent():
+                _lv_assign(cp, args[2], calc, t, scope, em)
+        return V("None", T.VOID)
+    if name == "digest":
+        need(2)
+        v = cp.value(args[1], scope, em)
+        if isinstance(v.type, T.StructLikeT):
+            cp.digests.setdefault(v.type.type_name, v.type)
+            fields = ", ".join(f"{f!r}: {v.code}.{T.pyname(f)}" for f, _ in v.type.fields)
+            return V(f"RT.digest({v.type.type_name!r}, {{{fields}}})", T.VOID)
+        raise err("digest data must be a struct", args[1])
+    if name in ("clone", "clone3", "clone_preserving_field_list"):
+        ctype = cp.value(args[0], scope, em)
+        session = cp.value(args[1], scope, em)
+        if name == "clone":
+            need(2)
+            paths = "()"
+        elif name == "clone3":
+            need(3)
+            paths = repr(tuple(lvalue_paths(cp, args[2], scope)))
+        else:
+            need(3)
+            paths = repr(tuple(cp.field_list_paths.get(cp.const_int(args[2], scope), [])))
+        return V(f"_clone(c.P, {ctype.code}, {session.code}, {paths})", T.VOID)
+    if name in ("resubmit", "recirculate"):
+        need(1)
+        paths = repr(tuple(lvalue_paths(cp, args[0], scope)))
+        return V(f"_set_flag(c.P, {name!r}, {paths})", T.VOID)
+    if name in ("resubmit_preserving_field_list", "recirculate_preserving_field_list"):
+        need(1)
+        paths = repr(tuple(cp.field_list_paths.get(cp.const_int(args[0], scope), [])))
+        return V(f"_set_flag(c.P, {name.split('_')[0]!r}, {paths})", T.VOID)
+    if name == "truncate":
+        need(1)
+        ln = cp.value(args[0], scope, em)
+        return V(f"_set_truncate(c.P, {ln.code})", T.VOID)
+    if name in ("assert", "assume"):
+        need(1)
+        cond = cp.value(args[0], scope, em)
+        return V(f"_assert({cond.code}, {str(e.loc)!r})", T.VOID)
+    if name == "log_msg":
+        msg = cp.value(args[0], scope, em)
+        data = flatten_values(cp, args[1], scope, em) if n > 1 else "()"
+        return V(f"RT.log_msg({msg.code}, {data})", T.VOID)
+    if name == "static_assert":
+        cond = cp.value(args[0], scope, em)
+        if not cond.is_const:
+            raise err("static_assert needs a compile-time condition", e)
+        if not cond.const:
+            msg = cp.value(args[1], scope, em).const if n > 1 else "static_assert failed"
+            raise err(str(msg), e)
+        return V("True", T.BOOL, True)
+    raise err(f"extern function {name} is not supported by this switch", e)
+
+
+def flatten_values(cp: Compiler, e: A.Expr, scope: Scope, em: Emitter) -> str:
+    items = e.items if isinstance(e, A.ListExpr) else [e]
+    return "(" + "".join(cp.value(i, scope, em).code + ", " for i in items) + ")"

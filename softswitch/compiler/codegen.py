@@ -1,0 +1,829 @@
+"""P4-16 -> Python code generator.
+
+The program is compiled once into the source of one Python function, `__build(RT)`, whose
+nested functions are the parser states, actions, controls and deparser of every block
+instance. Per packet, the switch calls those functions directly: no syntax tree is walked
+at run time. `RT` supplies the stateful objects (tables, registers, counters, ...), so one
+compiled program can back several independent switches.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any
+
+from softswitch.compiler import types as T
+from softswitch.compiler.scope import (
+    ActionBind,
+    BlockInst,
+    Const,
+    ExternFuncBind,
+    ExternInst,
+    FuncBind,
+    Scope,
+    StateBind,
+    TableBind,
+    TypeBind,
+    ValueSetBind,
+    Var,
+)
+from softswitch.errors import P4Error
+from softswitch.frontend import ast as A
+
+
+class CompileError(P4Error):
+    pass
+
+
+def err(msg: str, node: Any = None) -> CompileError:
+    loc = getattr(node, "loc", None)
+    if loc is None:
+        return CompileError(msg)
+    return CompileError(msg, loc.file, loc.line, loc.col)
+
+
+@dataclass
+class V:
+    """A compiled expression: Python source, its P4 type, and its value if constant."""
+
+    code: str
+    type: T.Type
+    const: Any = None
+    bind: Any = None  # for names that are not values (tables, externs, actions, ...)
+
+    @property
+    def is_const(self) -> bool:
+        return self.const is not None
+
+
+class Emitter:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.level = 0
+
+    def __call__(self, line: str) -> None:
+        self.lines.append("    " * self.level + line)
+
+    def indent(self) -> "_Indent":
+        return _Indent(self)
+
+
+class _Indent:
+    def __init__(self, em: Emitter):
+        self.em = em
+
+    def __enter__(self) -> None:
+        self.em.level += 1
+
+    def __exit__(self, *a: Any) -> None:
+        self.em.level -= 1
+
+
+@dataclass
+class TableSpec:
+    """What the runtime needs to build a table (besides its ProgramInfo record)."""
+
+    p4name: str
+    key_fn: str  # name of the generated key function
+    key_kinds: list[str]
+    key_widths: list[int]
+    action_fns: dict[str, str]  # action p4 name -> generated function name
+    action_params: dict[str, list[tuple[str, int]]]
+    default_action: str
+    default_args: list[int]
+    const_entries: list[tuple[list[Any], str, list[int], int | None]]  # (keys, action, args, priority)
+    direct_counter: str | None = None
+    direct_meter: str | None = None
+    size: int = 1024
+    largest_priority_wins: bool = True
+
+
+@dataclass
+class ExternSpec:
+    kind: str  # register | counter | direct_counter | meter | direct_meter | action_profile | ...
+    p4name: str
+    code: str
+    args: dict[str, Any] = field(default_factory=dict)
+
+
+def unwrap_signed(v: int, w: int) -> int:
+    v &= (1 << w) - 1
+    return v - (1 << w) if v >> (w - 1) else v
+
+
+def fit(value: int, t: T.Type) -> int:
+    if isinstance(t, T.BitT):
+        if t.signed:
+            return unwrap_signed(value, t.width)
+        return value & t.mask
+    if isinstance(t, T.EnumT) and t.underlying is not None:
+        return value & t.underlying.mask
+    return value
+
+
+# v1model externs implemented by the switch runtime, keyed by extern name
+STATEFUL_EXTERNS = {"register", "counter", "direct_counter", "meter", "direct_meter", "action_profile",
+                    "action_selector", "Checksum16"}
+
+
+class Compiler:
+    def __init__(self, program: A.Program):
+        self.program = program
+        self.g = Scope(kind="global")
+        self.em = Emitter()  # body of __build
+        self.ids = itertools.count(1)
+        self.struct_types: dict[int, T.StructLikeT] = {}
+        self.errors: list[str] = []
+        self.match_kinds: list[str] = []
+        self.tables: list[TableSpec] = []
+        self.externs: list[ExternSpec] = []
+        self.value_sets: list[tuple[str, str, T.Type, int]] = []
+        self.info_actions: dict[str, Any] = {}  # p4name -> (decl, params)
+        self.info_tables: list[Any] = []
+        self.digests: dict[str, T.StructLikeT] = {}
+        self.class_types: dict[str, T.StructLikeT] = {}
+        self.emitted_actions: dict[int, str] = {}
+        self.ctx_slots: dict[str, list[str]] = {}
+        self.field_list_paths: dict[int, list[tuple[str, ...]]] = {}
+        self.meta_type: T.StructLikeT | None = None
+        self.blocks: dict[str, Any] = {}
+
+    # ------------------------------------------------------------------ helpers
+    def uid(self, prefix: str) -> str:
+        return f"{prefix}{next(self.ids)}"
+
+    def safe(self, name: str) -> str:
+        return "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in name)
+
+    # ------------------------------------------------------------------ declarations
+    def declare_globals(self) -> None:
+        g = self.g
+        for d in self.program.decls:
+            if isinstance(d, A.ErrorDecl):
+                for m in d.members:
+                    if m not in self.errors:
+                        self.errors.append(m)
+            elif isinstance(d, A.MatchKindDecl):
+                for m in d.members:
+                    if m not in self.match_kinds:
+                        self.match_kinds.append(m)
+            elif isinstance(d, (A.HeaderDecl, A.HeaderUnionDecl, A.StructDecl, A.EnumDecl, A.TypedefDecl,
+                                A.ExternDecl, A.ParserTypeDecl, A.ControlTypeDecl, A.PackageDecl,
+                                A.ParserDecl, A.ControlDecl)):
+                g.add(d.name, TypeBind(d))
+            elif isinstance(d, A.ConstDecl):
+                t = self.resolve_type(d.type, g)
+                v = self.expr(d.value, g, self.em, want=t)
+                if not v.is_const:
+                    raise err(f"constant {d.name} needs a compile-time value", d)
+                g.add(d.name, Const(self.coerce_const(v, t, d), t))
+            elif isinstance(d, A.ExternFunctionDecl):
+                prev = g.lookup_local(d.proto.name)
+                if isinstance(prev, ExternFuncBind):
+                    prev.decls.append(d.proto)
+                else:
+                    g.add(d.proto.name, ExternFuncBind([d.proto]))
+            elif isinstance(d, A.ActionDecl):
+                g.add(d.name, ActionBind(d, "", self.p4_name(d.name, d.annotations, ""), g))
+            elif isinstance(d, A.FunctionDecl):
+                g.add(d.proto.name, FuncBind(d, "", g))
+            elif isinstance(d, A.Instance):
+                g.add(d.name, ("instance", d))
+            elif isinstance(d, A.ValueSetDecl):
+                raise err("value_set at top level is not supported; declare it in a parser", d)
+
+    def p4_name(self, name: str, annotations: list[A.Annotation], prefix: str) -> str:
+        ann = A.find_annotation(annotations, "name")
+        if ann is not None:
+            n = ann.string_arg()
+            if n.startswith("."):
+                return n[1:]
+            name = n
+        return f"{prefix}.{name}" if prefix else name
+
+    # ------------------------------------------------------------------ types
+    def resolve_type(self, t: A.TypeRef | T.Type, scope: Scope) -> T.Type:
+        if isinstance(t, T.Type):
+            return t
+        if isinstance(t, A.BitTypeRef):
+            w = self.const_int(t.width, scope)
+            if w <= 0 and not (w == 0 and not t.signed):
+                raise err(f"bad width {w}", t)
+            return T.BitT(w, t.signed)
+        if isinstance(t, A.BoolTypeRef):
+            return T.BOOL
+        if isinstance(t, A.IntTypeRef):
+            return T.INT
+        if isinstance(t, A.ErrorTypeRef):
+            return T.ERROR
+        if isinstance(t, A.StringTypeRef):
+            return T.STRING
+        if isinstance(t, A.VoidTypeRef):
+            return T.VOID
+        if isinstance(t, A.MatchKindTypeRef):
+            return T.MATCH_KIND
+        if isinstance(t, A.DontCareTypeRef):
+            return T.DONTCARE
+        if isinstance(t, A.VarbitTypeRef):
+            return T.VarbitT(self.const_int(t.width, scope))
+        if isinstance(t, A.StackTypeRef):
+            el = self.resolve_type(t.element, scope)
+            if not isinstance(el, T.StructLikeT) or el.kind == "struct":
+                raise err("header stack elements must be headers or header unions", t)
+            return T.StackT(el, self.const_int(t.size, scope))
+        if isinstance(t, A.TupleTypeRef):
+            return T.TupleT([self.resolve_type(e, scope) for e in t.elements])
+        if isinstance(t, A.NamedTypeRef):
+            b = scope.lookup(t.name)
+            if b is None:
+                raise err(f"unknown type {t.name}", t)
+            if not isinstance(b, TypeBind):
+                raise err(f"{t.name} is not a type", t)
+            if isinstance(b.decl, T.Type):
+                return b.decl
+            d = b.decl
+            if isinstance(d, A.ExternDecl):
+                args = [self.resolve_type(a, scope) for a in t.args]
+                return T.ExternT(d.name, args, d)
+            if b.resolved is not None and not t.args:
+                return b.resolved
+            r = self.resolve_decl_type(d, scope, t)
+            b.resolved = r
+            return r
+        raise err(f"unsupported type {type(t).__name__}", t)
+
+    def resolve_decl_type(self, d: Any, scope: Scope, where: Any) -> T.Type:
+        if isinstance(d, (A.HeaderDecl, A.HeaderUnionDecl, A.StructDecl)):
+            if d.type_params:
+                raise err(f"generic {d.name} is not supported", where)
+            key = id(d)
+            if key in self.struct_types:
+                return self.struct_types[key]
+            kind = {A.HeaderDecl: "header", A.HeaderUnionDecl: "header_union", A.StructDecl: "struct"}[type(d)]
+            st = T.StructLikeT(kind, d.name, [], d.annotations)
+            st.cls_name = f"{'H' if kind == 'header' else 'S'}_{self.safe(d.name)}_{len(self.struct_types)}"
+            self.struct_types[key] = st
+            for f in d.fields:
+                ft = self.resolve_type(f.type, self.g)
+                if kind == "header" and T.serial_width(ft) is None and not isinstance(ft, T.VarbitT):
+                    raise err(f"header field {d.name}.{f.name} must be bit<>, int<>, bool, varbit or a "
+                              f"serializable enum, not {ft}", f)
+                if kind == "header_union" and not (isinstance(ft, T.StructLikeT) and ft.is_header):
+                    raise err(f"header_union members must be headers ({d.name}.{f.name})", f)
+                st.fields.append((f.name, ft))
+                st.field_annotations[f.name] = f.annotations
+            if kind == "header":
+                w = st.bit_width()
+                if w is not None and w % 8 != 0:
+                    raise err(f"header {d.name} is {w} bits long; bmv2 and this switch need a multiple of 8", d)
+            self.class_types[st.cls_name] = st
+            return st
+        if isinstance(d, A.EnumDecl):
+            if d.underlying is None:
+                return T.EnumT(d.name, list(d.members))
+            ut = self.resolve_type(d.underlying, scope)
+            if not isinstance(ut, T.BitT):
+                raise err("serializable enum needs a bit<> or int<> underlying type", d)
+            vals = {}
+            for m, e in zip(d.members, d.values or []):
+                vals[m] = fit(self.const_int(e, scope), ut)
+            return T.EnumT(d.name, list(d.members), ut, vals)
+        if isinstance(d, A.TypedefDecl):
+            return self.resolve_type(d.type, self.g)
+        if isinstance(d, (A.ParserTypeDecl, A.ParserDecl)):
+            return T.BlockT("parser", d)
+        if isinstance(d, (A.ControlTypeDecl, A.ControlDecl)):
+            return T.BlockT("control", d)
+        if isinstance(d, A.PackageDecl):
+            return T.BlockT("package", d)
+        raise err(f"cannot use {type(d).__name__} as a type", where)
+
+    # ------------------------------------------------------------------ constants
+    def const_int(self, e: A.Expr, scope: Scope) -> int:
+        v = self.expr(e, scope, Emitter())
+        if not v.is_const or isinstance(v.const, bool) or not isinstance(v.const, int):
+            raise err("expected a compile-time integer", e)
+        return v.const
+
+    def coerce_const(self, v: V, t: T.Type, node: Any) -> Any:
+        if isinstance(t, T.BitT) and isinstance(v.const, int) and not isinstance(v.const, bool):
+            return fit(v.const, t)
+        return v.const
+
+    # ------------------------------------------------------------------ expressions
+    def expr(self, e: A.Expr, scope: Scope, em: Emitter, want: T.Type | None = None) -> V:
+        m = getattr(self, "x_" + type(e).__name__, None)
+        if m is None:
+            raise err(f"unsupported expression {type(e).__name__}", e)
+        v = m(e, scope, em, want)
+        return v
+
+    def value(self, e: A.Expr, scope: Scope, em: Emitter, want: T.Type | None = None) -> V:
+        """Like expr, but the result must be a value (not a table, extern, ...)."""
+        v = self.expr(e, scope, em, want)
+        if v.bind is not None:
+            raise err(f"{self.text(e)} is not a value", e)
+        return v
+
+    def x_IntLit(self, e: A.IntLit, scope, em, want) -> V:
+        if e.width is None:
+            return V(repr(e.value), T.INT, e.value)
+        t = T.BitT(e.width, e.signed)
+        if not e.signed and e.value >> e.width:
+            raise err(f"value {e.value} does not fit in {t}", e)
+        val = fit(e.value, t)
+        return V(repr(val), t, val)
+
+    def x_BoolLit(self, e, scope, em, want) -> V:
+        return V(repr(e.value), T.BOOL, e.value)
+
+    def x_StringLit(self, e, scope, em, want) -> V:
+        return V(repr(e.value), T.STRING, e.value)
+
+    def x_DefaultExpr(self, e, scope, em, want) -> V:
+        return V("None", T.DONTCARE, None, bind="default")
+
+    def x_DontCare(self, e, scope, em, want) -> V:
+        return V("None", T.DONTCARE, None, bind="default")
+
+    def x_NameExpr(self, e: A.NameExpr, scope: Scope, em, want) -> V:
+        b = scope.lookup(e.name)
+        if b is None:
+            raise err(f"unknown name {e.name}", e)
+        return self.bound(b, e)
+
+    def bound(self, b: Any, e: Any) -> V:
+        if isinstance(b, Var):
+            return V(b.code, b.type)
+        if isinstance(b, Const):
+            if isinstance(b.value, (int, bool, str)):
+                return V(repr(b.value), b.type, b.value)
+            return V(repr(b.value), b.type, b.value)
+        return V("None", T.VOID, None, bind=b)
+
+    def x_TypeMember(self, e: A.TypeMember, scope: Scope, em, want) -> V:
+        if isinstance(e.type, A.ErrorTypeRef):
+            if e.member not in self.errors:
+                raise err(f"unknown error {e.member}", e)
+            return V(repr(e.member), T.ERROR, e.member)
+        if isinstance(e.type, A.NamedTypeRef):
+            b = scope.lookup(e.type.name)
+            if b is not None and not isinstance(b, TypeBind):
+                # a value whose name happened to be lexed as a type name
+                return self.x_Member(A.Member(A.NameExpr(e.type.name, loc=e.loc), e.member, loc=e.loc),
+                                     scope, em, want)
+        t = self.resolve_type(e.type, scope)
+        if isinstance(t, T.EnumT):
+            if e.member not in t.members:
+                raise err(f"{t.enum_name} has no member {e.member}", e)
+            if t.underlying is not None:
+                val = t.values[e.member]
+                return V(repr(val), t, val)
+            s = f"{t.enum_name}.{e.member}"
+            return V(repr(s), t, s)
+        raise err(f"cannot take member {e.member} of type {t}", e)
+
+    def x_Member(self, e: A.Member, scope: Scope, em, want) -> V:
+        # table.apply().hit / .miss / .action_run
+        if isinstance(e.expr, A.Call) and e.member in ("hit", "miss", "action_run"):
+            tb = self.table_of_apply(e.expr, scope)
+            if tb is not None:
+                call = f"{tb.code}.apply(c)"
+                if e.member == "hit":
+                    return V(f"{call}[0]", T.BOOL)
+                if e.member == "miss":
+                    return V(f"(not {call}[0])", T.BOOL)
+                return V(f"{call}[1]", T.STRING, bind=("action_run", tb))
+        base = self.expr(e.expr, scope, em)
+        if base.bind is not None:
+            raise err(f"cannot take member {e.member} of {self.text(e.expr)}", e)
+        bt = base.type
+        if isinstance(bt, T.StructLikeT):
+            ft = bt.field_type(e.member)
+            if ft is None:
+                raise err(f"{bt.name()} has no field {e.member}", e)
+            return V(f"{base.code}.{T.pyname(e.member)}", ft)
+        if isinstance(bt, T.StackT):
+            if e.member == "size":
+                return V(repr(bt.size), T.BitT(32), bt.size)
+            if e.member == "lastIndex":
+                return V(f"(({base.code}.nxt - 1) & 0xffffffff)", T.BitT(32))
+            if e.member == "last":
+                return V(f"_stack_last({base.code})", bt.element)
+            if e.member == "next":
+                return V(f"_stack_next({base.code})", bt.element, bind=None)
+            raise err(f"header stack has no member {e.member}", e)
+        raise err(f"cannot take member {e.member} of a value of type {bt}", e)
+
+    def table_of_apply(self, call: A.Call, scope: Scope) -> TableBind | None:
+        if isinstance(call.callee, A.Member) and call.callee.member == "apply" and isinstance(
+            call.callee.expr, A.NameExpr
+        ):
+            b = scope.lookup(call.callee.expr.name)
+            if isinstance(b, TableBind):
+                return b
+        return None
+
+    def x_Index(self, e: A.Index, scope, em, want) -> V:
+        base = self.value(e.expr, scope, em)
+        if not isinstance(base.type, T.StackT):
+            raise err(f"cannot index a value of type {base.type}", e)
+        idx = self.value(e.index, scope, em)
+        if idx.is_const:
+            if not 0 <= idx.const < base.type.size:
+                raise err(f"index {idx.const} out of bounds for {base.type}", e)
+            return V(f"{base.code}.h[{idx.const}]", base.type.element)
+        return V(f"_stack_at({base.code}, {idx.code})", base.type.element)
+
+    def x_Slice(self, e: A.Slice, scope, em, want) -> V:
+        base = self.value(e.expr, scope, em)
+        hi = self.const_int(e.hi, scope)
+        lo = self.const_int(e.lo, scope)
+        if isinstance(base.type, T.IntT) and base.is_const:
+            w = hi - lo + 1
+            val = (base.const >> lo) & ((1 << w) - 1)
+            return V(repr(val), T.BitT(w), val)
+        if not isinstance(base.type, T.BitT):
+            raise err(f"cannot slice a value of type {base.type}", e)
+        if not (0 <= lo <= hi < base.type.width):
+            raise err(f"slice [{hi}:{lo}] out of range for {base.type}", e)
+        w = hi - lo + 1
+        m = (1 << w) - 1
+        if base.is_const:
+            val = (base.const >> lo) & m
+            return V(repr(val), T.BitT(w), val)
+        if lo == 0 and w == base.type.width and not base.type.signed:
+            return V(base.code, T.BitT(w))
+        code = f"(({base.code} >> {lo}) & {m:#x})" if lo else f"({base.code} & {m:#x})"
+        return V(code, T.BitT(w))
+
+    def x_Unary(self, e: A.Unary, scope, em, want) -> V:
+        v = self.value(e.expr, scope, em, want)
+        t = v.type
+        if e.op == "!":
+            if not isinstance(t, T.BoolT):
+                raise err(f"! needs a bool, not {t}", e)
+            if v.is_const:
+                return V(repr(not v.const), T.BOOL, not v.const)
+            return V(f"(not {v.code})", T.BOOL)
+        if e.op == "+":
+            return v
+        if isinstance(t, T.IntT):
+            if not v.is_const:
+                raise err("operand of unknown width", e)
+            val = -v.const if e.op == "-" else ~v.const
+            return V(repr(val), T.INT, val)
+        if not isinstance(t, T.BitT):
+            raise err(f"{e.op} needs an integer, not {t}", e)
+        if v.is_const:
+            val = fit(-v.const if e.op == "-" else ~v.const, t)
+            return V(repr(val), t, val)
+        if e.op == "-":
+            return V(self.wrap(f"(-{v.code})", t), t)
+        if t.signed:
+            return V(f"(~{v.code})", t)
+        return V(f"({v.code} ^ {t.mask:#x})", t)
+
+    def wrap(self, code: str, t: T.BitT) -> str:
+        if t.signed:
+            h = 1 << (t.width - 1)
+            return f"((({code}) + {h:#x} & {t.mask:#x}) - {h:#x})"
+        return f"(({code}) & {t.mask:#x})"
+
+    def unify(self, l: V, r: V, e: Any, op: str) -> T.Type:
+        lt, rt = l.type, r.type
+        if isinstance(lt, T.IntT) and isinstance(rt, T.IntT):
+            return T.INT
+        if isinstance(lt, T.IntT):
+            return rt
+        if isinstance(rt, T.IntT):
+            return lt
+        if isinstance(lt, T.BitT) and isinstance(rt, T.BitT):
+            if lt != rt:
+                raise err(f"operands of {op} have different types: {lt} and {rt}", e)
+            return lt
+        if T.same_type(lt, rt):
+            return lt
+        if isinstance(lt, T.EnumT) and lt is rt:
+            return lt
+        if isinstance(lt, T.EnumT) and isinstance(rt, T.EnumT) and lt.enum_name == rt.enum_name:
+            return lt
+        if isinstance(lt, T.StructLikeT) and isinstance(rt, T.StructLikeT) and lt is rt:
+            return lt
+        if isinstance(lt, T.StructLikeT) and isinstance(rt, T.ListT):
+            return lt
+        raise err(f"operands of {op} have incompatible types: {lt} and {rt}", e)
+
+    def x_Binary(self, e: A.Binary, scope, em, want) -> V:
+        op = e.op
+        if op in ("&&", "||"):
+            l = self.value(e.left, scope, em)
+            r = self.value(e.right, scope, em)
+            for x, side in ((l, e.left), (r, e.right)):
+                if not isinstance(x.type, T.BoolT):
+                    raise err(f"{op} needs bool operands, not {x.type}", side)
+            if l.is_const and r.is_const:
+                val = (l.const and r.const) if op == "&&" else (l.const or r.const)
+                return V(repr(val), T.BOOL, val)
+            py = "and" if op == "&&" else "or"
+            return V(f"({l.code} {py} {r.code})", T.BOOL)
+        l = self.value(e.left, scope, em)
+        r = self.value(e.right, scope, em, want=l.type if not isinstance(l.type, T.IntT) else None)
+        if isinstance(l.type, T.IntT) and not isinstance(r.type, T.IntT) and l.is_const and want is None:
+            pass
+        if op == "++":
+            return self.concat(l, r, e)
+        if op in ("<<", ">>"):
+            return self.shift(l, r, op, e)
+        t = self.unify(l, r, e, op)
+        if op in ("==", "!=", "<", ">", "<=", ">="):
+            if op not in ("==", "!=") and not isinstance(t, (T.BitT, T.IntT)):
+                raise err(f"{op} needs integer operands, not {t}", e)
+            lc = self.coerce(l, t, e.left)
+            rc = self.coerce(r, t, e.right)
+            if l.is_const and r.is_const:
+                val = _CMP[op](l.const, r.const)
+                return V(repr(val), T.BOOL, val)
+            return V(f"({lc} {op} {rc})", T.BOOL)
+        if not isinstance(t, (T.BitT, T.IntT)):
+            raise err(f"{op} needs integer operands, not {t}", e)
+        if l.is_const and r.is_const:
+            val = self.fold(op, l.const, r.const, t, e)
+            return V(repr(val), t, val)
+        if isinstance(t, T.IntT):
+            raise err(f"operands of {op} need a known width", e)
+        lc = self.coerce(l, t, e.left)
+        rc = self.coerce(r, t, e.right)
+        if op in ("&", "|", "^"):
+            return V(f"({lc} {op} {rc})", t)
+        if op in ("+", "-", "*"):
+            return V(self.wrap(f"{lc} {op} {rc}", t), t)
+        if op in ("/", "%"):
+            pyop = "//" if op == "/" else "%"
+            return V(f"({lc} {pyop} {rc})", t)
+        if op == "|+|":
+            if t.signed:
+                h = 1 << (t.width - 1)
+                return V(f"max(min({lc} + {rc}, {h - 1}), {-h})", t)
+            return V(f"min({lc} + {rc}, {t.mask:#x})", t)
+        if op == "|-|":
+            if t.signed:
+                h = 1 << (t.width - 1)
+                return V(f"max(min({lc} - {rc}, {h - 1}), {-h})", t)
+            return V(f"max({lc} - {rc}, 0)", t)
+        raise err(f"unsupported operator {op}", e)
+
+    def fold(self, op: str, a: int, b: int, t: T.Type, e: Any) -> int:
+        if op in ("/", "%") and b == 0:
+            raise err("division by zero", e)
+        if op == "/":
+            if a < 0 or b < 0:
+                raise err("division of negative values is not allowed", e)
+            val = a // b
+        elif op == "%":
+            if a < 0 or b < 0:
+                raise err("modulo of negative values is not allowed", e)
+            val = a % b
+        elif op == "|+|":
+            val = a + b
+            if isinstance(t, T.BitT):
+                lo, hi = (-(1 << (t.width - 1)), (1 << (t.width - 1)) - 1) if t.signed else (0, t.mask)
+                return max(min(val, hi), lo)
+        elif op == "|-|":
+            val = a - b
+            if isinstance(t, T.BitT):
+                lo, hi = (-(1 << (t.width - 1)), (1 << (t.width - 1)) - 1) if t.signed else (0, t.mask)
+                return max(min(val, hi), lo)
+        else:
+            val = {"+": a + b, "-": a - b, "*": a * b, "&": a & b, "|": a | b, "^": a ^ b}[op]
+        return fit(val, t) if isinstance(t, T.BitT) else val
+
+    def shift(self, l: V, r: V, op: str, e: Any) -> V:
+        lt = l.type
+        if isinstance(r.type, T.BitT) and r.type.signed:
+            raise err("shift amount must be unsigned", e.right)
+        if isinstance(r.type, T.IntT) and r.is_const and r.const < 0:
+            raise err("shift amount must not be negative", e.right)
+        if isinstance(lt, T.IntT):
+            if not (l.is_const and r.is_const):
+                raise err("left operand of a shift needs a known width", e.left)
+            val = l.const << r.const if op == "<<" else l.const >> r.const
+            return V(repr(val), T.INT, val)
+        if not isinstance(lt, T.BitT):
+            raise err(f"cannot shift a value of type {lt}", e)
+        w = lt.width
+        if r.is_const:
+            n = r.const
+            if l.is_const:
+                val = fit(l.const << n, lt) if op == "<<" else l.const >> n
+                return V(repr(val), lt, val)
+            if op == "<<":
+                if n >= w:
+                    return V("0", lt, None)
+                return V(self.wrap(f"{l.code} << {n}", lt), lt)
+            if n >= w:
+                return V(f"(-1 if {l.code} < 0 else 0)" if lt.signed else "0", lt)
+            return V(f"({l.code} >> {n})", lt)
+        if op == "<<":
+            return V(f"({self.wrap(f'{l.code} << {r.code}', lt)} if {r.code} < {w} else 0)", lt)
+        return V(f"({l.code} >> {r.code})", lt)
+
+    def concat(self, l: V, r: V, e: Any) -> V:
+        lt, rt = l.type, r.type
+        if not isinstance(lt, T.BitT) or not isinstance(rt, T.BitT):
+            raise err(f"++ needs bit<> or int<> operands with known widths, not {lt} and {rt}", e)
+        t = T.BitT(lt.width + rt.width, lt.signed)
+        lc = l.code if not lt.signed else f"({l.code} & {lt.mask:#x})"
+        rc = r.code if not rt.signed else f"({r.code} & {rt.mask:#x})"
+        if l.is_const and r.is_const:
+            val = fit(((l.const & lt.mask) << rt.width) | (r.const & rt.mask), t)
+            return V(repr(val), t, val)
+        code = f"(({lc} << {rt.width}) | {rc})"
+        if t.signed:
+            code = self.wrap(code, t)
+        return V(code, t)
+
+    def x_Ternary(self, e: A.Ternary, scope, em, want) -> V:
+        c = self.value(e.cond, scope, em)
+        if not isinstance(c.type, T.BoolT):
+            raise err("condition must be a bool", e.cond)
+        a = self.value(e.then, scope, em, want)
+        b = self.value(e.other, scope, em, want)
+        t = self.unify(a, b, e, "?:")
+        if isinstance(t, T.IntT) and want is not None and isinstance(want, T.BitT):
+            t = want
+        if c.is_const:
+            return a if c.const else b
+        return V(f"({self.coerce(a, t, e.then)} if {c.code} else {self.coerce(b, t, e.other)})", t)
+
+    def x_Cast(self, e: A.Cast, scope, em, want) -> V:
+        t = self.resolve_type(e.type, scope)
+        v = self.value(e.expr, scope, em, want=t)
+        return self.cast(v, t, e)
+
+    def cast(self, v: V, t: T.Type, e: Any) -> V:
+        s = v.type
+        if T.same_type(s, t) or s is t:
+            return V(v.code, t, v.const)
+        if isinstance(t, T.BitT):
+            if isinstance(s, T.BoolT):
+                if t.width != 1:
+                    raise err(f"cannot cast bool to {t} (only to bit<1>)", e)
+                if v.is_const:
+                    return V(repr(int(v.const)), t, int(v.const))
+                return V(f"int({v.code})", t)
+            if isinstance(s, T.EnumT) and s.underlying is not None:
+                s = s.underlying
+            if isinstance(s, T.IntT):
+                if v.is_const:
+                    val = fit(v.const, t)
+                    return V(repr(val), t, val)
+                return V(self.wrap(v.code, t), t)
+            if isinstance(s, T.BitT):
+                if v.is_const:
+                    val = fit(v.const, t)
+                    return V(repr(val), t, val)
+                if not t.signed:
+                    if not s.signed and s.width <= t.width:
+                        return V(v.code, t)
+                    return V(f"({v.code} & {t.mask:#x})", t)
+                if s.signed and s.width <= t.width:
+                    return V(v.code, t)
+                return V(self.wrap(v.code, t), t)
+            raise err(f"cannot cast {s} to {t}", e)
+        if isinstance(t, T.BoolT):
+            if isinstance(s, T.BitT) and s.width == 1:
+                if v.is_const:
+                    return V(repr(bool(v.const)), T.BOOL, bool(v.const))
+                return V(f"({v.code} != 0)", T.BOOL)
+            if isinstance(s, T.IntT) and v.is_const and v.const in (0, 1):
+                return V(repr(bool(v.const)), T.BOOL, bool(v.const))
+            raise err(f"cannot cast {s} to bool", e)
+        if isinstance(t, T.EnumT) and t.underlying is not None:
+            inner = self.cast(v, t.underlying, e)
+            return V(inner.code, t, inner.const)
+        if isinstance(t, T.IntT) and v.is_const:
+            return V(repr(v.const), T.INT, v.const)
+        if isinstance(t, T.StructLikeT) and isinstance(s, T.ListT):
+            return V(v.code, t, bind=v.bind)
+        raise err(f"cannot cast {s} to {t}", e)
+
+    def coerce(self, v: V, t: T.Type, node: Any) -> str:
+        """Python code for v converted implicitly to type t (constants only change width)."""
+        s = v.type
+        if isinstance(t, T.BitT):
+            if isinstance(s, T.IntT):
+                if v.is_const:
+                    val = v.const
+                    if not t.signed and (val < 0 or val >> t.width):
+                        # p4c warns and truncates; do the same
+                        val = fit(val, t)
+                    return repr(fit(val, t))
+                return self.wrap(v.code, t)
+            if isinstance(s, T.BitT):
+                if s != t:
+                    raise err(f"cannot use a {s} value where {t} is expected (add a cast)", node)
+                return v.code
+            if isinstance(s, T.EnumT) and s.underlying is not None and s.underlying == t:
+                return v.code
+            raise err(f"cannot use a {s} value where {t} is expected", node)
+        if isinstance(t, T.BoolT):
+            if not isinstance(s, T.BoolT):
+                raise err(f"cannot use a {s} value where bool is expected", node)
+            return v.code
+        if isinstance(t, T.EnumT) and t.underlying is not None and isinstance(s, T.IntT) and v.is_const:
+            return repr(fit(v.const, t.underlying))
+        if isinstance(t, T.VarbitT):
+            return v.code
+        return v.code
+
+    def x_ListExpr(self, e: A.ListExpr, scope, em, want) -> V:
+        if isinstance(want, T.StructLikeT):
+            return self.build_struct(want, [(None, x) for x in e.items], scope, em, e)
+        items = [self.value(x, scope, em) for x in e.items]
+        return V("(" + "".join(i.code + ", " for i in items) + ")", T.ListT([i.type for i in items]),
+                 bind=None)
+
+    def x_StructExpr(self, e: A.StructExpr, scope, em, want) -> V:
+        if not isinstance(want, T.StructLikeT):
+            raise err("a struct initializer needs a known target type here", e)
+        return self.build_struct(want, [(n, x) for n, x in e.fields], scope, em, e)
+
+    def build_struct(self, t: T.StructLikeT, items: list, scope, em, e) -> V:
+        if len(items) != len(t.fields):
+            raise err(f"{t.name()} has {len(t.fields)} fields, the initializer gives {len(items)}", e)
+        parts = []
+        named = {n: x for n, x in items if n is not None}
+        for i, (fname, ftype) in enumerate(t.fields):
+            x = named.get(fname) if named else items[i][1]
+            if x is None:
+                raise err(f"initializer for {t.name()} lacks field {fname}", e)
+            v = self.value(x, scope, em, want=ftype)
+            code = self.coerce(v, ftype, x) if not isinstance(ftype, (T.StructLikeT, T.StackT)) else v.code
+            parts.append(f"{T.pyname(fname)}={code}")
+        valid = "True" if t.is_header else "None"
+        return V(f"_mk({t.cls_name}, {valid}, {', '.join(parts)})", t)
+
+    def x_Mask(self, e, scope, em, want) -> V:
+        raise err("&&& is only allowed in select cases and table entries", e)
+
+    def x_RangeExpr(self, e, scope, em, want) -> V:
+        raise err(".. is only allowed in select cases and table entries", e)
+
+    def x_Construct(self, e, scope, em, want) -> V:
+        raise err("constructor calls are only allowed in instantiations", e)
+
+    def x_Call(self, e: A.Call, scope: Scope, em: Emitter, want) -> V:
+        from softswitch.compiler.calls import compile_call
+
+        return compile_call(self, e, scope, em, want)
+
+    # ------------------------------------------------------------------ text of expressions (P4Info names)
+    def text(self, e: Any) -> str:
+        if isinstance(e, A.NameExpr):
+            return e.name
+        if isinstance(e, A.Member):
+            return f"{self.text(e.expr)}.{e.member}"
+        if isinstance(e, A.TypeMember):
+            tn = "error" if isinstance(e.type, A.ErrorTypeRef) else getattr(e.type, "name", "?")
+            return f"{tn}.{e.member}"
+        if isinstance(e, A.Index):
+            return f"{self.text(e.expr)}[{self.text(e.index)}]"
+        if isinstance(e, A.Slice):
+            return f"{self.text(e.expr)}[{self.text(e.hi)}:{self.text(e.lo)}]"
+        if isinstance(e, A.Call):
+            args = ", ".join(self.text(a.value) if a.value is not None else "_" for a in e.args)
+            return f"{self.text(e.callee)}({args})"
+        if isinstance(e, A.IntLit):
+            if e.width is None:
+                return str(e.value)
+            return f"{e.width}{'s' if e.signed else 'w'}{e.value}"
+        if isinstance(e, A.BoolLit):
+            return "true" if e.value else "false"
+        if isinstance(e, A.Binary):
+            return f"{self.text(e.left)} {e.op} {self.text(e.right)}"
+        if isinstance(e, A.Unary):
+            return f"{e.op}{self.text(e.expr)}"
+        if isinstance(e, A.Cast):
+            return f"({self.type_text(e.type)}){self.text(e.expr)}"
+        return type(e).__name__
+
+    def type_text(self, t: Any) -> str:
+        if isinstance(t, A.BitTypeRef):
+            return f"{'int' if t.signed else 'bit'}<{self.text(t.width)}>"
+        if isinstance(t, A.NamedTypeRef):
+            return t.name
+        if isinstance(t, A.BoolTypeRef):
+            return "bool"
+        return "?"
+
+
+_CMP = {
+    "==": lambda a, b: a == b,
+    "!=": lambda a, b: a != b,
+    "<": lambda a, b: a < b,
+    ">": lambda a, b: a > b,
+    "<=": lambda a, b: a <= b,
+    ">=": lambda a, b: a >= b,
+}

@@ -1,0 +1,125 @@
+"""Name bindings of the compiler: what an identifier means at a point of the program."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from softswitch.compiler.types import Type
+
+
+@dataclass
+class Var:
+    """A run-time value reachable through the Python expression `code`."""
+
+    code: str
+    type: Type
+    lvalue: bool = True
+    direction: str = ""
+
+
+@dataclass
+class Const:
+    value: Any
+    type: Type
+
+
+@dataclass
+class TypeBind:
+    decl: Any  # ast declaration, or a compiler Type for built-ins / type parameters
+    resolved: Type | None = None
+
+
+@dataclass
+class ActionBind:
+    decl: Any
+    fn: str  # Python function name
+    p4name: str
+    scope: "Scope"
+
+
+@dataclass
+class FuncBind:
+    decl: Any
+    fn: str
+    scope: "Scope"
+
+
+@dataclass
+class ExternFuncBind:
+    decls: list[Any]  # overloads
+
+
+@dataclass
+class ExternInst:
+    code: str
+    type: Type  # ExternT
+    p4name: str
+    decl: Any = None
+
+
+@dataclass
+class TableBind:
+    code: str
+    decl: Any
+    p4name: str
+
+
+@dataclass
+class StateBind:
+    fn: str
+
+
+@dataclass
+class BlockInst:
+    """An instance of a parser or control inside another block."""
+
+    decl: Any
+    kind: str
+    fn: str  # Python function running the instance
+
+
+@dataclass
+class ValueSetBind:
+    code: str
+    type: Type
+    p4name: str
+
+
+class Scope:
+    def __init__(self, parent: "Scope | None" = None, kind: str = "block"):
+        self.parent = parent
+        self.kind = kind
+        self.names: dict[str, Any] = {}
+        self.extra: dict[str, Any] = field(default_factory=dict) if False else {}
+
+    def lookup(self, name: str) -> Any:
+        if name.startswith("."):
+            return self.root().lookup_local(name[1:])
+        s: Scope | None = self
+        while s is not None:
+            b = s.names.get(name)
+            if b is not None:
+                return b
+            s = s.parent
+        return None
+
+    def lookup_local(self, name: str) -> Any:
+        return self.names.get(name)
+
+    def root(self) -> "Scope":
+        s = self
+        while s.parent is not None:
+            s = s.parent
+        return s
+
+    def add(self, name: str, binding: Any) -> None:
+        self.names[name] = binding
+
+    def find_kind(self, kind: str) -> "Scope | None":
+        s: Scope | None = self
+        while s is not None:
+            if s.kind == kind:
+                return s
+            s = s.parent
+        return None

@@ -1,0 +1,228 @@
+"""Code generation for statements and assignments."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from softswitch.compiler import types as T
+from softswitch.compiler.calls import TABLE_RESULT
+from softswitch.compiler.codegen import V, Compiler, Emitter, err
+from softswitch.compiler.scope import ActionBind, Const, Scope, Var
+from softswitch.frontend import ast as A
+
+
+@dataclass
+class FnContext:
+    """What a `return` in the current Python function must produce."""
+
+    outs: list[str] = field(default_factory=list)  # Python locals of scalar out/inout params
+    returns_value: bool = False
+    in_parser: bool = False
+    local_prefix: str = "v_"  # where block-level variables live ("v_" locals or "c.l_" context slots)
+
+
+def lvalue(cp: Compiler, e: A.Expr, scope: Scope, em: Emitter) -> V:
+    v = cp.expr(e, scope, em)
+    if v.bind is not None:
+        raise err(f"cannot assign to {cp.text(e)}", e)
+    root = e
+    while isinstance(root, (A.Member, A.Index, A.Slice)):
+        root = root.expr
+    if isinstance(root, A.NameExpr):
+        b = scope.lookup(root.name)
+        if isinstance(b, Const):
+            raise err(f"cannot assign to constant {root.name}", e)
+        if isinstance(b, Var) and not b.lvalue:
+            raise err(f"cannot assign to {root.name} (an 'in' parameter or read-only value)", e)
+    return v
+
+
+def assign_code(cp: Compiler, lhs: A.Expr, rhs: V, scope: Scope, em: Emitter) -> None:
+    """Emit `lhs = rhs` where rhs is already compiled."""
+    if isinstance(lhs, A.Slice):
+        base = lvalue(cp, lhs.expr, scope, em)
+        if not isinstance(base.type, T.BitT):
+            raise err("slices need a bit<> value", lhs)
+        hi = cp.const_int(lhs.hi, scope)
+        lo = cp.const_int(lhs.lo, scope)
+        if not (0 <= lo <= hi < base.type.width):
+            raise err(f"slice [{hi}:{lo}] out of range for {base.type}", lhs)
+        w = hi - lo + 1
+        m = (1 << w) - 1
+        val = cp.coerce(rhs, T.BitT(w), lhs)
+        keep = base.type.mask ^ (m << lo)
+        new = f"(({base.code} & {keep:#x}) | (({val}) << {lo}))"
+        if base.type.signed:
+            new = cp.wrap(new, base.type)
+        em(f"{base.code} = {new}")
+        return
+    target = lvalue(cp, lhs, scope, em)
+    t = target.type
+    if isinstance(t, (T.StructLikeT, T.StackT)):
+        if rhs.code.startswith("_mk("):
+            em(f"{target.code}._set({rhs.code})")
+        elif isinstance(rhs.type, (T.StructLikeT, T.StackT)):
+            if rhs.type is not t and not T.same_type(rhs.type, t):
+                raise err(f"cannot assign a {rhs.type} value to {t}", lhs)
+            em(f"{target.code}._set({rhs.code})")
+        else:
+            raise err(f"cannot assign a {rhs.type} value to {t}", lhs)
+        return
+    em(f"{target.code} = {cp.coerce(rhs, t, lhs)}")
+
+
+def stmt(cp: Compiler, s: A.Stmt, scope: Scope, em: Emitter, fc: FnContext) -> None:
+    if isinstance(s, A.Assign):
+        target_t = cp.value(s.lhs, scope, Emitter()).type if not isinstance(s.lhs, A.Slice) else None
+        rhs = cp.value(s.rhs, scope, em, want=target_t)
+        assign_code(cp, s.lhs, rhs, scope, em)
+    elif isinstance(s, A.CallStmt):
+        v = cp.expr(s.call, scope, em)
+        if v.code not in ("None", ""):
+            em(v.code)
+    elif isinstance(s, A.Block):
+        inner = Scope(scope)
+        n = len(em.lines)
+        for x in s.stmts:
+            stmt(cp, x, inner, em, fc)
+        if len(em.lines) == n:
+            em("pass")
+    elif isinstance(s, A.If):
+        c = cp.value(s.cond, scope, em)
+        if not isinstance(c.type, T.BoolT):
+            raise err(f"if condition must be a bool, not {c.type}", s.cond)
+        em(f"if {c.code}:")
+        with em.indent():
+            body(cp, s.then, scope, em, fc)
+        if s.other is not None:
+            em("else:")
+            with em.indent():
+                body(cp, s.other, scope, em, fc)
+    elif isinstance(s, A.Exit):
+        em("raise _EXIT")
+    elif isinstance(s, A.Return):
+        if s.value is not None:
+            v = cp.value(s.value, scope, em, want=fc_ret_type(fc))
+            val = cp.coerce(v, fc_ret_type(fc), s.value) if fc_ret_type(fc) is not None else v.code
+        else:
+            val = "None"
+        if fc.outs:
+            em(f"return ({val}, {', '.join(fc.outs)},)")
+        elif fc.in_parser:
+            em("return _ACCEPT")
+        else:
+            em(f"return {val}" if s.value is not None else "return")
+    elif isinstance(s, A.EmptyStmt):
+        em("pass")
+    elif isinstance(s, A.VarDecl):
+        declare_var(cp, s, scope, em, fc)
+    elif isinstance(s, A.ConstDecl):
+        t = cp.resolve_type(s.type, scope)
+        v = cp.value(s.value, scope, em, want=t)
+        if not v.is_const:
+            raise err(f"constant {s.name} needs a compile-time value", s)
+        scope.add(s.name, Const(cp.coerce_const(v, t, s), t))
+    elif isinstance(s, A.Switch):
+        switch_stmt(cp, s, scope, em, fc)
+    else:
+        raise err(f"unsupported statement {type(s).__name__}", s)
+
+
+def fc_ret_type(fc: FnContext) -> Any:
+    return getattr(fc, "ret_type", None)
+
+
+def body(cp: Compiler, s: A.Stmt, scope: Scope, em: Emitter, fc: FnContext) -> None:
+    n = len(em.lines)
+    stmt(cp, s, Scope(scope), em, fc)
+    if len(em.lines) == n:
+        em("pass")
+
+
+def declare_var(cp: Compiler, s: A.VarDecl, scope: Scope, em: Emitter, fc: FnContext) -> None:
+    t = cp.resolve_type(s.type, scope)
+    name = f"{fc.local_prefix}{cp.safe(s.name)}_{cp.uid('')}"
+    if fc.local_prefix.startswith("c."):
+        cp.ctx_slots.setdefault("__current__", []).append(name[2:])
+    if isinstance(t, (T.StructLikeT, T.StackT)):
+        if s.init is not None:
+            v = cp.value(s.init, scope, em, want=t)
+            if v.code.startswith("_mk("):
+                em(f"{name} = {v.code}")
+            else:
+                em(f"{name} = {v.code}._copy()")
+        else:
+            em(f"{name} = {ctor_code(cp, t)}")
+    else:
+        if s.init is not None:
+            v = cp.value(s.init, scope, em, want=t)
+            em(f"{name} = {cp.coerce(v, t, s.init)}")
+        else:
+            em(f"{name} = {T.default_value(t)!r}")
+    scope.add(s.name, Var(name, t))
+
+
+def ctor_code(cp: Compiler, t: T.Type) -> str:
+    if isinstance(t, T.StructLikeT):
+        return f"{t.cls_name}()"
+    if isinstance(t, T.StackT):
+        return f"Stack([{t.element.cls_name}() for _ in range({t.size})])"
+    return repr(T.default_value(t))
+
+
+def switch_stmt(cp: Compiler, s: A.Switch, scope: Scope, em: Emitter, fc: FnContext) -> None:
+    v = cp.expr(s.expr, scope, em)
+    tmp = cp.uid("_sw")
+    on_action = isinstance(v.bind, tuple) and v.bind[0] == "action_run"
+    if not on_action and v.bind is not None:
+        raise err("switch needs a value or table.apply().action_run", s.expr)
+    em(f"{tmp} = {v.code}")
+    pending: list[str] = []
+    first = True
+    has_default = False
+    for case in s.cases:
+        if isinstance(case.label, A.DefaultExpr):
+            label = None
+        elif on_action:
+            if not isinstance(case.label, A.NameExpr):
+                raise err("switch on action_run needs action names as labels", case.label)
+            b = scope.lookup(case.label.name)
+            if not isinstance(b, ActionBind):
+                raise err(f"{case.label.name} is not an action", case.label)
+            label = repr(b.p4name)
+        else:
+            lv = cp.value(case.label, scope, em, want=v.type)
+            if not lv.is_const:
+                raise err("switch labels must be compile-time constants", case.label)
+            label = cp.coerce(lv, v.type, case.label)
+        if label is None:
+            has_default = True
+            if pending:
+                pass
+            if case.body is None:
+                raise err("the default label needs a body", case)
+            if first:
+                em("if True:")
+            else:
+                em("else:")
+            with em.indent():
+                body(cp, case.body, scope, em, fc)
+            pending = []
+            first = False
+            continue
+        pending.append(label)
+        if case.body is None:
+            continue
+        cond = f"{tmp} == {pending[0]}" if len(pending) == 1 else f"{tmp} in ({', '.join(pending)},)"
+        em(f"{'if' if first else 'elif'} {cond}:")
+        with em.indent():
+            body(cp, case.body, scope, em, fc)
+        pending = []
+        first = False
+    del has_default
+    if first:
+        em("pass")
+
+
+__all__ = ["FnContext", "assign_code", "stmt", "body", "lvalue", "TABLE_RESULT"]
