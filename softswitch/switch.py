@@ -379,6 +379,7 @@ class Switch:
         P = Packet(Pin.data, sm)
         P.off = Pin.off
         P.length = Pin.length
+        P.truncate = Pin.truncate  # truncate() may be called in ingress
         try:
             self._egress(P, hdr, meta, sm)
         except ExitSignal:
