@@ -17,7 +17,7 @@ from __future__ import annotations
 import importlib.util
 
 import pytest
-from netns import NetNS, VethPair, cleanup_all, create_namespace, create_veth_pair, netns_unavailable
+from topologies.netns import NetNS, VethPair, cleanup_all, create_namespace, create_veth_pair, netns_unavailable
 
 
 def _switch_missing() -> bool:

@@ -9,7 +9,7 @@ import sys
 import time
 
 import pytest
-from netns import NetNS, VethPair, create_veth_pair
+from topologies.netns import NetNS, VethPair, create_veth_pair
 
 from softswitch.ports import (
     AfPacketPort,
@@ -380,7 +380,7 @@ def test_port_does_not_see_frames_transmitted_on_its_interface(veth_ns: VethPair
 
 @pytest.mark.netns
 def test_open_brings_interface_up_and_promiscuous_close_undoes_promisc(veth_ns: VethPair) -> None:
-    from netns import ip
+    from topologies.netns import ip
 
     ip("link", "set", veth_ns.host_if, "down")
     assert not sysfs_flags(veth_ns.host_if) & IFF_UP

@@ -1,4 +1,4 @@
-"""Network namespaces and veth pairs for tests, always cleaned up.
+"""Network namespaces and veth pairs for test networks, always cleaned up.
 
 Names carry this process's pid (in hex) so parallel test runs on one machine never clash, and
 stay within Linux's 15-character interface-name limit. Everything created here is registered

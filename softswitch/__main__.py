@@ -1,0 +1,160 @@
+"""Run the software switch, as bmv2's simple_switch_grpc:
+
+    python -m softswitch --p4 prog.p4 --grpc-addr 0.0.0.0:9559 -i 1@veth1 -i 2@veth2
+
+Ports bind to Linux interfaces with AF_PACKET raw sockets. The P4Runtime server accepts
+SetForwardingPipelineConfig with the P4-16 source as the device config, so a controller can
+also load the program (start without --p4 then).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+import time
+
+from softswitch.errors import P4Error
+
+log = logging.getLogger("softswitch")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m softswitch",
+        description="P4-16 v1model software switch with a P4Runtime server (a stand-in for bmv2's "
+                    "simple_switch_grpc).",
+    )
+    p.add_argument("--p4", metavar="PROGRAM.p4", help="P4-16 program to run (else wait for a controller to "
+                   "push one with SetForwardingPipelineConfig)")
+    p.add_argument("-I", dest="include_dirs", action="append", default=[], metavar="DIR",
+                   help="extra #include directory (repeatable)")
+    p.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME[=VALUE]",
+                   help="preprocessor definition (repeatable)")
+    p.add_argument("-i", "--interface", dest="interfaces", action="append", default=[], metavar="PORT@IFACE",
+                   help="bind switch port PORT to Linux interface IFACE, e.g. 1@veth1 (repeatable)")
+    p.add_argument("--grpc-addr", default="127.0.0.1:9559",
+                   help="P4Runtime server address (default %(default)s; port 0 picks a free one)")
+    p.add_argument("--no-grpc", action="store_true", help="do not start the P4Runtime server")
+    p.add_argument("--device-id", type=int, default=1, help="P4Runtime device id (default %(default)s)")
+    p.add_argument("--cpu-port", type=int, default=64,
+                   help="port number of the controller's packet-in/packet-out path (default %(default)s)")
+    p.add_argument("--stats-interval", type=float, default=0.0, metavar="SECONDS",
+                   help="print packet counts every SECONDS (default: only at exit)")
+    p.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
+    return p
+
+
+def _defines(items: list[str]) -> dict[str, str]:
+    out = {}
+    for d in items:
+        name, _, value = d.partition("=")
+        out[name] = value or "1"
+    return out
+
+
+class Stats:
+    def __init__(self) -> None:
+        self.rx = 0
+        self.tx = 0
+        self.dropped = 0
+        self.errors = 0
+
+    def line(self) -> str:
+        return f"rx {self.rx}  tx {self.tx}  dropped {self.dropped}  errors {self.errors}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    from softswitch.compiler import compile_file, compile_text
+    from softswitch.p4runtime_server import P4RuntimeServer
+    from softswitch.ports import PortError, PortSet
+    from softswitch.switch import Switch
+
+    defines = _defines(args.defines)
+    switch = None
+    if args.p4:
+        try:
+            switch = Switch(compile_file(args.p4, args.include_dirs, defines), cpu_port=args.cpu_port)
+        except P4Error as e:
+            print(e, file=sys.stderr)
+            return 2
+    if args.no_grpc and switch is None:
+        print("error: without --p4 the switch needs the P4Runtime server to get a program", file=sys.stderr)
+        return 2
+    try:
+        ports = PortSet.from_specs(args.interfaces)
+    except (ValueError, PortError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+    stats = Stats()
+    holder: dict = {"switch": switch}
+
+    def send_all(packets: list[tuple[int, bytes]]) -> None:
+        for port, data in packets:
+            if ports.send(port, data):
+                stats.tx += 1
+            else:
+                stats.dropped += 1
+
+    def load_pipeline(config: bytes, p4info: object) -> Switch:
+        text = config.decode("utf-8", errors="replace")
+        return Switch(compile_text(text, "<device config>", args.include_dirs, defines), cpu_port=args.cpu_port)
+
+    server = None
+    if not args.no_grpc:
+        server = P4RuntimeServer(switch, args.device_id, load_pipeline, send_all,
+                                 device_config=(switch.program.p4_source.encode() if switch else b""))
+        try:
+            bound = server.start(args.grpc_addr)
+        except (OSError, RuntimeError) as e:
+            print(f"error: cannot start the P4Runtime server on {args.grpc_addr}: {e}", file=sys.stderr)
+            ports.close()
+            return 2
+        host = args.grpc_addr.rsplit(":", 1)[0]
+        print(f"P4Runtime server listening on {host}:{bound} (device id {args.device_id})", flush=True)
+    lock = server.lock if server is not None else threading.RLock()
+
+    def on_frame(port_no: int, frame: bytes) -> None:
+        stats.rx += 1
+        sw = server.switch if server is not None else holder["switch"]
+        if sw is None:
+            stats.dropped += 1
+            return
+        try:
+            with lock:
+                out = sw.process_packet(port_no, frame)
+        except Exception:  # a bug must not take the switch down: log it, drop the packet
+            stats.errors += 1
+            log.exception("packet from port %d dropped by an internal error", port_no)
+            return
+        if not out:
+            stats.dropped += 1
+        send_all(out)
+
+    ports.start(on_frame)
+    names = ", ".join(f"{n}@{p.name}" for n, p in sorted(ports.items())) or "none"
+    prog = args.p4 or "(none yet: waiting for SetForwardingPipelineConfig)"
+    print(f"softswitch running {prog}; ports: {names}", flush=True)
+
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    last = time.monotonic()
+    while not stop.wait(0.2):
+        if args.stats_interval and time.monotonic() - last >= args.stats_interval:
+            last = time.monotonic()
+            print(stats.line(), flush=True)
+    ports.close()
+    if server is not None:
+        server.stop()
+    print(f"softswitch stopped: {stats.line()}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
