@@ -15,8 +15,9 @@ STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
 # Debian packages the tests need: iproute2 for `ip netns`/veth, ethtool to turn off veth
-# checksum offload (frames captured by AF_PACKET otherwise carry unfinished checksums).
-APT_PKGS := iproute2 ethtool
+# checksum offload (frames captured by AF_PACKET otherwise carry unfinished checksums);
+# iputils-ping for the demo's pings through the switch.
+APT_PKGS := iproute2 ethtool iputils-ping
 
 .PHONY: test run lint bmv2-test bench clean system-deps venv .venv
 
@@ -24,7 +25,7 @@ test: system-deps $(STAMP)
 	$(VPY) -m pytest -q $(PYTEST_ARGS)
 
 # The bundled demo: the software switch runs an example P4 program and exchanges a few packets.
-run: $(STAMP)
+run: system-deps $(STAMP)
 	$(VPY) -m softswitch.demo
 
 lint: $(STAMP)
@@ -56,7 +57,7 @@ system-deps:
 		if command -v dpkg-query >/dev/null 2>&1; then \
 			dpkg-query -W -f='$${Status}' "$$p" 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
 		else \
-			case "$$p" in iproute2) c=ip ;; *) c="$$p" ;; esac; \
+			case "$$p" in iproute2) c=ip ;; iputils-ping) c=ping ;; *) c="$$p" ;; esac; \
 			PATH="$$PATH:/usr/sbin:/sbin" command -v "$$c" >/dev/null 2>&1 || missing="$$missing $$p"; \
 		fi; \
 	done; \
