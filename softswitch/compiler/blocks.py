@@ -637,6 +637,7 @@ def finish_table(cp: Compiler, d: A.TableDecl, scope: Scope, p4name: str, code: 
     dcounter = dmeter = impl = None
     idle = False
     largest_wins = True
+    delta = 1
     for p in d.properties:
         if p.name == "counters":
             dcounter = _instance_name(cp, p.value, scope, "direct_counter")
@@ -649,12 +650,16 @@ def finish_table(cp: Compiler, d: A.TableDecl, scope: Scope, p4name: str, code: 
             idle = bool(cp.value(p.value, scope, Emitter()).const)
         elif p.name == "largest_priority_wins":
             largest_wins = bool(cp.value(p.value, scope, Emitter()).const)
+        elif p.name == "priority_delta":
+            delta = cp.const_int(p.value, scope)
 
     # const entries
     entries_prop = d.prop("entries")
     entries = []
     if entries_prop is not None:
         n = len(entries_prop.value)
+        explicit = any(e.priority is not None for e in entries_prop.value)
+        prev_prio: int | None = None
         for i, ent in enumerate(entries_prop.value):
             ks = ent.keyset.items if isinstance(ent.keyset, A.TupleKeyset) else [ent.keyset]
             if len(ks) == 1 and len(kinds) > 1 and isinstance(ks[0], (A.DefaultExpr, A.DontCare)):
@@ -667,15 +672,19 @@ def finish_table(cp: Compiler, d: A.TableDecl, scope: Scope, p4name: str, code: 
                 raise err(f"action {aname} is not in the actions of table {d.name}", ent)
             if len(aargs) != len(action_params[aname]):
                 raise err(f"action {aname} needs {len(action_params[aname])} arguments", ent)
+            # Priorities as p4c's EntryPriorities pass assigns them: without any explicit one,
+            # earlier entries win; otherwise an entry without one continues from the previous
+            # entry by priority_delta, towards losing.
             prio = None
             if ent.priority is not None:
                 prio = cp.const_int(ent.priority, scope)
-            else:
-                pa = A.find_annotation(ent.annotations, "priority")
-                if pa is not None:
-                    prio = int(pa.body, 0)
-            if prio is None and any(k in ("ternary", "range", "optional") for k in kinds):
-                prio = n - i  # earlier entries win
+            elif explicit:
+                if prev_prio is None:
+                    raise err("the first entry must have a priority when other entries have one", ent)
+                prio = prev_prio - delta if largest_wins else prev_prio + delta
+            elif any(k in ("ternary", "range", "optional") for k in kinds):
+                prio = (n - i) * delta if largest_wins else 1 + i * delta
+            prev_prio = prio
             entries.append((mvals, aname, aargs, prio))
     is_const = entries_prop is not None and (entries_prop.is_const or all(e.is_const for e in entries_prop.value))
     idann = A.find_annotation(d.annotations, "id")
