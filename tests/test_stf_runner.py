@@ -1,182 +1,54 @@
-"""The STF runner (softswitch.stf.run_stf_on_switch): packet matching, entry translation, PRE, errors.
+"""The STF runner (softswitch.stf) on the real software switch: packet matching, entry
+translation, the packet replication engine, counters, errors, and the command line.
 
-TEMPORARY DEVELOPMENT AID: these tests drive the runner with `FakeSwitch`, a scripted stand-in
-for SwitchAPI, so that the runner's own logic (matching, name resolution, priorities, multicast
-translation) is tested before softswitch.switch exists. It implements no P4 semantics. Tests of
-STF files on the real software switch live elsewhere and import softswitch.switch.
+Programs live in tests/p4/runner/:
+* echo.p4: every packet goes back out of its ingress port unchanged; port 0 multicasts to
+  group 1 (each copy tagged with its rid), port 6 is also cloned to session 5 (tag 0xcc),
+  port 7 drops, port 8 forwards to port 9; counter pkts counts per ingress port.
+* tables.p4: one table per match kind (fwd, tern, ipv4_lpm, rng and an egress fwd) plus a
+  register, a counter and a meter.
+The STF text of each test is written to a file in tmp_path and run on a freshly loaded switch.
 """
 
 from __future__ import annotations
 
+import subprocess
 import sys
-import types
-from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
-from softswitch import stf
-from softswitch.api import (
-    AlreadyExists,
-    CloneSession,
-    Exact,
-    Lpm,
-    Optional_,
-    Range,
-    Replica,
-    TableEntry,
-    Ternary,
-)
-from softswitch.model import (
-    ActionInfo,
-    ActionParam,
-    ActionRef,
-    CounterInfo,
-    DirectCounterInfo,
-    MatchField,
-    MeterInfo,
-    ProgramInfo,
-    RegisterInfo,
-    TableInfo,
-)
+from softswitch.api import CloneSession, Exact, Lpm, Optional_, Range, Replica, Ternary
+from softswitch.compiler import compile_file
 from softswitch.stf import StfError, match_packet, packet_diff, run_stf_on_switch
+from softswitch.switch import Switch
+
+RUNNER = Path(__file__).parent / "p4" / "runner"
+ECHO_P4 = RUNNER / "echo.p4"
+TABLES_P4 = RUNNER / "tables.p4"
+REPO = Path(__file__).resolve().parent.parent
 
 
-def make_info() -> ProgramInfo:
-    actions = [
-        ActionInfo("NoAction", []),
-        ActionInfo("MyIngress.set_port", [ActionParam("port", 9, 1)]),
-        ActionInfo("MyIngress.setb1", [ActionParam("val", 8, 1), ActionParam("port", 9, 2)]),
-        ActionInfo("MyEgress.set_port", [ActionParam("port", 9, 1)]),
-    ]
-    refs = [ActionRef("MyIngress.set_port"), ActionRef("MyIngress.setb1"), ActionRef("NoAction")]
-    tables = [
-        TableInfo(
-            "MyIngress.fwd",
-            [
-                MatchField("hdr.ethernet.dstAddr", 48, "exact", 1),
-                MatchField("standard_metadata.ingress_port", 9, "exact", 2),
-            ],
-            refs,
-            1024,
-            "NoAction",
-        ),
-        TableInfo(
-            "MyIngress.tern",
-            [
-                MatchField("hdr.data.f1", 32, "ternary", 1),
-                MatchField("hdr.h.isValid()", 1, "exact", 2),
-                MatchField("hdr.extra[0].h", 16, "ternary", 3),
-            ],
-            refs,
-            1024,
-            "NoAction",
-            direct_counter="MyIngress.tern_ctr",
-        ),
-        TableInfo(
-            "MyIngress.ipv4_lpm", [MatchField("hdr.ipv4.dstAddr", 32, "lpm", 1)], refs, 1024, "NoAction"
-        ),
-        TableInfo(
-            "MyIngress.rng",
-            [MatchField("meta.port", 16, "range", 1), MatchField("meta.opt", 8, "optional", 2)],
-            refs,
-            16,
-            "NoAction",
-        ),
-        TableInfo(
-            "MyEgress.fwd",
-            [MatchField("hdr.ethernet.dstAddr", 48, "exact", 1)],
-            [ActionRef("MyEgress.set_port"), ActionRef("NoAction")],
-            16,
-            "NoAction",
-        ),
-    ]
-    return ProgramInfo(
-        tables=tables,
-        actions=actions,
-        registers=[RegisterInfo("MyIngress.reg", 32, 4)],
-        counters=[CounterInfo("MyIngress.pkts", "BOTH", 8)],
-        direct_counters=[DirectCounterInfo("MyIngress.tern_ctr", "BOTH", "MyIngress.tern")],
-        meters=[MeterInfo("MyIngress.m", "BYTES", 2)],
-    )
+@pytest.fixture(scope="module")
+def programs():
+    """Each program compiled once; every test loads it into a fresh Switch."""
+    return {"echo": compile_file(str(ECHO_P4)), "tables": compile_file(str(TABLES_P4))}
 
 
-class FakeSwitch:
-    """TEMPORARY DEVELOPMENT AID (see module docstring): records control-plane calls and
-    answers packets with `behaviour(port, data) -> [(egress_port, bytes)]`."""
+@pytest.fixture
+def run(tmp_path, programs):
+    """run(text, program="echo", switch=None) -> (StfResult, Switch)."""
 
-    def __init__(self, behaviour: Callable[[int, bytes], list[tuple[int, bytes]]] | None = None):
-        self.info = make_info()
-        self.cpu_port = 64
-        self.behaviour = behaviour or (lambda port, data: [(port, data)])  # echo by default
-        self.entries: list[TableEntry] = []
-        self.defaults: dict[str, tuple[str, dict[str, int]]] = {}
-        self.groups: dict[int, list[Replica]] = {}
-        self.sessions: dict[int, CloneSession] = {}
-        self.registers: dict[tuple[str, int], int] = {}
-        self.counters: dict[tuple[str, int], tuple[int, int]] = {}
-        self.meters: dict[tuple[str, int], tuple[int, int, int, int]] = {}
-        self.cleared: list[str] = []
-        self.direct_reads: list[TableEntry] = []
+    def _run(text: str, program: str = "echo", switch: Switch | None = None):
+        sw = switch or Switch(programs[program])
+        path = tmp_path / "t.stf"
+        path.write_text(text)
+        return run_stf_on_switch(sw, str(path)), sw
 
-    def insert_entry(self, entry: TableEntry) -> None:
-        for e in self.entries:
-            if (e.table, e.match, e.priority) == (entry.table, entry.match, entry.priority):
-                raise AlreadyExists(f"entry already exists in {entry.table}")
-        self.entries.append(entry)
-
-    def set_default_entry(self, table: str, action: str, args: dict[str, int]) -> None:
-        self.defaults[table] = (action, args)
-
-    def clear_table(self, table: str) -> None:
-        self.cleared.append(table)
-        self.entries = [e for e in self.entries if e.table != table]
-
-    def read_direct_counter(self, entry: TableEntry) -> tuple[int, int]:
-        self.direct_reads.append(entry)
-        return (640, 10)
-
-    def register_read(self, name: str, index: int) -> int:
-        return self.registers.get((name, index), 0)
-
-    def register_write(self, name: str, index: int, value: int) -> None:
-        self.registers[(name, index)] = value
-
-    def counter_read(self, name: str, index: int) -> tuple[int, int]:
-        return self.counters.get((name, index), (0, 0))
-
-    def counter_write(self, name: str, index: int, byte_count: int, packet_count: int) -> None:
-        self.counters[(name, index)] = (byte_count, packet_count)
-
-    def meter_set_config(self, name: str, index: int, cir: int, cburst: int, pir: int, pburst: int) -> None:
-        self.meters[(name, index)] = (cir, cburst, pir, pburst)
-
-    def mc_group_set(self, group_id: int, replicas: list[Replica]) -> None:
-        self.groups[group_id] = list(replicas)
-
-    def mc_group_delete(self, group_id: int) -> None:
-        del self.groups[group_id]
-
-    def clone_session_set(self, session: CloneSession) -> None:
-        self.sessions[session.session_id] = session
-
-    def clone_session_delete(self, session_id: int) -> None:
-        del self.sessions[session_id]
-
-    def clone_sessions(self) -> dict[int, CloneSession]:
-        return dict(self.sessions)
-
-    def process_packet(self, ingress_port: int, data: bytes) -> list[tuple[int, bytes]]:
-        return self.behaviour(ingress_port, data)
+    return _run
 
 
-def run(tmp_path, text: str, switch: FakeSwitch | None = None) -> tuple[stf.StfResult, FakeSwitch]:
-    sw = switch or FakeSwitch()
-    path = tmp_path / "t.stf"
-    path.write_text(text)
-    return run_stf_on_switch(sw, str(path)), sw
-
-
-# --- packet matching -----------------------------------------------------------------------
+# --- packet matching (pure functions) --------------------------------------------------------
 
 
 def test_match_packet_rules():
@@ -205,172 +77,246 @@ def test_packet_diff_marks_extra_bytes_with_dollar():
     assert lines[2][col:] == "  ^^"
 
 
-def test_dont_care_nibbles_pass(tmp_path):
-    result, _ = run(tmp_path, "packet 1 0a0b0c0d 0e0f\nexpect 1 0a** *c0d ****\n")
+# --- packet matching on the echo program -----------------------------------------------------
+
+
+def test_echo_program_really_echoes(run):
+    result, _ = run("packet 1 0a0b0c0d 0e0f\nexpect 1 0a0b0c0d0e0f $\n")
     assert result.ok, result.failures
     assert result.outputs == {1: [bytes.fromhex("0a0b0c0d0e0f")]}
 
 
-def test_mismatch_reports_line_port_and_carets(tmp_path):
-    result, _ = run(tmp_path, "# c\npacket 1 0a0b0c0d\n\nexpect 1 0a0b0c0e\n")
+def test_dont_care_nibbles_pass(run):
+    result, _ = run("packet 1 0a0b0c0d 0e0f\nexpect 1 0a** *c0d ****\n")
+    assert result.ok, result.failures
+    # a don't-care does not make a wrong nibble elsewhere pass
+    result, _ = run("packet 1 0a0b0c0d 0e0f\nexpect 1 0a** *c0e ****\n")
+    assert not result.ok
+
+
+def test_mismatch_reports_line_port_and_carets(run, tmp_path):
+    result, _ = run("# c\npacket 1 0a0b0c0d\n\nexpect 1 0a0b0c0e\n")
     assert not result.ok
     (msg,) = result.failures
     assert msg.startswith(f"{tmp_path / 't.stf'}:4: port 1: packet #1")
     assert "t.stf:2" in msg  # the packet line that caused it
     assert "expected: 0A0B0C0E" in msg and "got:      0A0B0C0D" in msg
-    assert msg.splitlines()[-1].endswith("^")
+    lines = msg.splitlines()
+    col = lines[-3].index("0A0B0C0E")
+    assert lines[-1][col:] == "       ^"
 
 
-def test_trailing_bytes_and_dollar(tmp_path):
-    assert run(tmp_path, "packet 1 0a0b0c\nexpect 1 0a0b\n")[0].ok
-    result, _ = run(tmp_path, "packet 1 0a0b0c\nexpect 1 0a0b $\n")
+def test_trailing_bytes_and_dollar(run):
+    assert run("packet 1 0a0b0c\nexpect 1 0a0b\n")[0].ok
+    result, _ = run("packet 1 0a0b0c\nexpect 1 0a0b $\n")
     assert not result.ok
     assert "expected exactly 2" in result.failures[0]
-    assert run(tmp_path, "packet 1 0a0b0c\nexpect 1 0a0b0c$\n")[0].ok
+    assert run("packet 1 0a0b0c\nexpect 1 0a0b0c$\n")[0].ok
 
 
-def test_too_short(tmp_path):
-    result, _ = run(tmp_path, "packet 1 0a\nexpect 1 0a0b\n")
+def test_too_short(run):
+    result, _ = run("packet 1 0a\nexpect 1 0a0b\n")
     assert not result.ok and "too short" in result.failures[0]
 
 
-def test_per_port_order_matters_across_ports_it_does_not(tmp_path):
-    def fanout(port, data):
-        return [(2, data + b"\x01"), (3, data + b"\x02"), (2, data + b"\x03")]
+MC_GROUP_1 = (  # group 1: rid 1 -> port 2, rid 2 -> port 3, rid 3 -> port 2
+    "mc_mgrp_create 1\n"
+    "mc_node_create 1 2\n"
+    "mc_node_create 2 3\n"
+    "mc_node_create 3 2\n"
+    "mc_node_associate 1 0\n"
+    "mc_node_associate 1 1\n"
+    "mc_node_associate 1 2\n"
+)
 
-    ok = "packet 1 aa\nexpect 3 aa02\nexpect 2 aa01\nexpect 2 aa03\n"
-    assert run(tmp_path, ok, FakeSwitch(fanout))[0].ok
-    swapped = "packet 1 aa\nexpect 2 aa03\nexpect 2 aa01\nexpect 3 aa02\n"
-    result, _ = run(tmp_path, swapped, FakeSwitch(fanout))
+
+def test_per_port_order_matters_across_ports_it_does_not(run):
+    ok = MC_GROUP_1 + "packet 0 aa\nexpect 3 02aa\nexpect 2 01aa\nexpect 2 03aa\n"
+    result, _ = run(ok)
+    assert result.ok, result.failures
+    assert result.outputs == {2: [b"\x01\xaa", b"\x03\xaa"], 3: [b"\x02\xaa"]}
+    swapped = MC_GROUP_1 + "packet 0 aa\nexpect 2 03aa\nexpect 2 01aa\nexpect 3 02aa\n"
+    result, _ = run(swapped)
     assert not result.ok
     assert len(result.failures) == 2 and all("port 2" in f for f in result.failures)
 
 
-def test_expectations_are_checked_at_the_end_like_bmv2stf(tmp_path):
+def test_expectations_are_checked_at_the_end_like_bmv2stf(run):
     # expects may come before or after the packets that cause them
-    assert run(tmp_path, "expect 1 bb\nexpect 1 aa\npacket 1 bb\npacket 1 aa\n")[0].ok
+    assert run("expect 1 bb\nexpect 1 aa\npacket 1 bb\npacket 1 aa\n")[0].ok
+    assert not run("expect 1 aa\nexpect 1 bb\npacket 1 bb\npacket 1 aa\n")[0].ok
 
 
-def test_missing_packet(tmp_path):
-    result, _ = run(tmp_path, "packet 1 aa\nexpect 1 aa\nexpect 5 aa\n")
+def test_missing_packet(run):
+    result, _ = run("packet 1 aa\nexpect 1 aa\nexpect 5 aa\n")
     assert not result.ok
     (msg,) = result.failures
     assert ":3: port 5: expected packet #1 never arrived" in msg
 
 
-def test_unexpected_packet_on_checked_port_fails(tmp_path):
-    result, _ = run(tmp_path, "packet 1 aa\npacket 1 bb\nexpect 1 aa\n")
+def test_dropped_packet_is_missing(run):
+    result, _ = run("packet 7 aa\nexpect 7 aa\n")
+    assert result.outputs == {}
+    assert not result.ok and ":2: port 7: expected packet #1 never arrived" in result.failures[0]
+    assert run("packet 7 aa\n")[0].ok  # nothing expected, nothing sent
+
+
+def test_unexpected_packet_on_checked_port_fails(run):
+    result, _ = run("packet 1 aa\npacket 1 bb\nexpect 1 aa\n")
     assert not result.ok
     (msg,) = result.failures
     assert ":2: port 1: unexpected packet #2" in msg and "BB" in msg
 
 
-def test_packet_on_unnamed_port_is_not_checked(tmp_path):
-    sw = FakeSwitch(lambda port, data: [(9, data)])
-    result, _ = run(tmp_path, "packet 1 aa\n", sw)
+def test_packet_on_unnamed_port_is_not_checked(run):
+    result, _ = run("packet 8 aa\n")  # echo.p4 sends port 8's packets to port 9
     assert result.ok
     assert result.outputs == {9: [b"\xaa"]}
     assert any("not checked" in line for line in result.log)
-    # port 1 is named by the packet line: a packet going there would be unexpected
-    result, _ = run(tmp_path, "packet 1 aa\n")
-    assert not result.ok
+    # port 1 is named by the packet line: the echoed packet there is unexpected
+    result, _ = run("packet 1 aa\n")
+    assert not result.ok and "unexpected packet #1" in result.failures[0]
 
 
-def test_expect_without_data_matches_one_packet_of_any_content(tmp_path):
-    assert run(tmp_path, "packet 4 0123\nexpect 4\n")[0].ok
-    result, _ = run(tmp_path, "expect 4\n")
+def test_expect_without_data_matches_one_packet_of_any_content(run):
+    assert run("packet 4 0123\nexpect 4\n")[0].ok
+    result, _ = run("expect 4\n")
     assert not result.ok and "(any packet)" in result.failures[0]
 
 
-# --- table entries -------------------------------------------------------------------------
+# --- table entries (tables.p4) --------------------------------------------------------------
+
+ETH_TO_0A = "00000000000a 000000000001 1234"  # dst 0x0a, etherType 0x1234 -> data_t follows
 
 
-def test_add_resolves_names_and_fills_exact_keys(tmp_path):
+def test_add_resolves_names_and_fills_exact_keys(run):
     # "Ingress.fwd" resolves by plain suffix (bmv2stf), "ethernet.dstAddr" by dotted suffix
-    result, sw = run(tmp_path, "add Ingress.fwd ethernet.dstAddr:0x0a0b0c0d0e0f set_port(port:3)\n")
-    assert result.ok
-    (e,) = sw.entries
-    assert e.table == "MyIngress.fwd"
-    assert e.action == "MyIngress.set_port" and e.args == {"port": 3}
-    # bmv2stf sends 0 for an exact key that the line leaves out
-    assert e.match == {
-        "hdr.ethernet.dstAddr": Exact(0x0A0B0C0D0E0F),
-        "standard_metadata.ingress_port": Exact(0),
-    }
-    assert e.priority == 0
-
-
-def test_ternary_priorities_larger_stf_number_wins(tmp_path):
     text = (
-        "add tern 100 extra$0.h:0x25** h.$valid$:1 MyIngress.setb1(val:0x25, port:1)\n"
-        "add tern 110 hdr.extra[0].h:0x2525 h.valid:1 setb1(val:0x27, port:2)\n"
-        "add tern 0 data.f1:0x****0101 hdr.h.isValid():0 setb1(val:1, port:0)\n"
+        "add Ingress.fwd ethernet.dstAddr:0x0a0b0c0d0e0f set_port(port:3)\n"
+        "add Ingress.fwd ethernet.dstAddr:0x0a ingress_port:5 set_port(port:4)\n"
+        # the first entry's ingress_port was filled with 0: a packet from port 0 hits it
+        "packet 0 0a0b0c0d0e0f 000000000001 1234 00000000 00 0000\n"
+        "expect 3 0a0b0c0d0e0f 000000000001 1234 00000000 00 0000 $\n"
+        "packet 5 00000000000a 000000000001 1234 00000000 00 0000\n"
+        "expect 4 00000000000a 000000000001\n"
     )
-    result, sw = run(tmp_path, text)
-    assert result.ok
-    a, b, c = sw.entries
-    assert a.match == {"hdr.extra[0].h": Ternary(0x2500, 0xFF00), "hdr.h.isValid()": Exact(1)}
-    assert b.match == {"hdr.extra[0].h": Ternary(0x2525, 0xFFFF), "hdr.h.isValid()": Exact(1)}
-    assert b.priority > a.priority > c.priority > 0  # P4Runtime: larger wins, like STF
+    result, sw = run(text, "tables")
+    assert result.ok, result.failures
+    first = sw.read_entries("MyIngress.fwd")[0]
+    assert first.action == "MyIngress.set_port" and first.args == {"port": 3}
+    # bmv2stf sends 0 for an exact key that the line leaves out
+    assert first.match == {"hdr.ethernet.dstAddr": Exact(0x0A0B0C0D0E0F), "sm.ingress_port": Exact(0)}
+    assert first.priority == 0
+
+
+def test_ternary_priorities_larger_stf_number_wins(run):
+    text = (
+        "add tern 100 extra$0.h:0x25** h.$valid$:0 MyIngress.setb1(val:0x25, port:1)\n"
+        "add tern 110 hdr.extra[0].h:0x2525 h.valid:0 setb1(val:0x27, port:2)\n"
+        "add tern 0 data.f1:0x****0101 hdr.h.isValid():0 setb1(val:9, port:3)\n"
+        # matches all three: 110 wins
+        f"packet 0 {ETH_TO_0A} 00000101 00 2525\n"
+        f"expect 2 {ETH_TO_0A} 00000101 27 2525 $\n"
+        # matches 100 and 0: 100 wins
+        f"packet 0 {ETH_TO_0A} 00000101 00 2501\n"
+        f"expect 1 {ETH_TO_0A} 00000101 25 2501 $\n"
+        # matches only 0
+        f"packet 0 {ETH_TO_0A} ffff0101 00 1111\n"
+        f"expect 3 {ETH_TO_0A} ffff0101 09 1111 $\n"
+    )
+    result, sw = run(text, "tables")
+    assert result.ok, result.failures
+    a, b, c = sorted(sw.read_entries("MyIngress.tern"), key=lambda e: e.args["port"])
+    assert a.match == {"hdr.extra[0].h": Ternary(0x2500, 0xFF00), "hdr.h.isValid()": Exact(0)}
+    assert b.match == {"hdr.extra[0].h": Ternary(0x2525, 0xFFFF), "hdr.h.isValid()": Exact(0)}
     assert c.match == {"hdr.data.f1": Ternary(0x0101, 0xFFFF), "hdr.h.isValid()": Exact(0)}
+    assert b.priority > a.priority > c.priority > 0  # P4Runtime: larger wins, like STF
 
 
-def test_ternary_other_forms(tmp_path):
+def test_ternary_other_forms(run):
     text = (
         "add tern 1 data.f1:0x0a&&&0xff NoAction()\n"
         "add tern 2 data.f1:10 NoAction()\n"  # decimal: exact match (extension)
         "add tern 3 data.f1:* NoAction()\n"
         "add tern 4 data.f1:0x0a000000/8 NoAction()\n"
     )
-    result, sw = run(tmp_path, text)
+    result, sw = run(text, "tables")
     assert result.ok
-    f1 = [e.match.get("hdr.data.f1") for e in sw.entries]
+    by_prio = sorted(sw.read_entries("MyIngress.tern"), key=lambda e: e.priority)
+    f1 = [e.match.get("hdr.data.f1") for e in by_prio]
     assert f1 == [Ternary(0x0A, 0xFF), Ternary(10, 0xFFFFFFFF), None, Ternary(0x0A000000, 0xFF000000)]
 
 
-def test_missing_priority_gets_insertion_order(tmp_path):
-    result, sw = run(tmp_path, "add tern data.f1:0x01 NoAction()\nadd tern data.f1:0x02 NoAction()\n")
-    assert result.ok
-    first, second = sw.entries
+def test_missing_priority_gets_insertion_order(run):
+    text = (
+        "add tern data.f1:0x01&&&0x0f set_port(port:1)\n"
+        "add tern data.f1:0x11&&&0xff set_port(port:2)\n"
+        # both match: the first line wins
+        f"packet 0 {ETH_TO_0A} 00000011 00 0000\n"
+        "expect 1\n"
+    )
+    result, sw = run(text, "tables")
+    assert result.ok, result.failures
+    first, second = sorted(sw.read_entries("MyIngress.tern"), key=lambda e: e.args["port"])
     assert first.priority > second.priority > 0
 
 
-def test_priority_is_dropped_for_exact_and_lpm_tables(tmp_path):
-    result, sw = run(tmp_path, "add ipv4_lpm 7 ipv4.dstAddr:0x0a000000/8 NoAction()\n")
+def test_priority_is_dropped_for_exact_and_lpm_tables(run):
+    result, sw = run("add ipv4_lpm 7 ipv4.dstAddr:0x0a000000/8 NoAction()\n", "tables")
     assert result.ok
-    assert sw.entries[0].priority == 0
+    assert sw.read_entries("MyIngress.ipv4_lpm")[0].priority == 0
 
 
-def test_lpm_forms(tmp_path):
+def test_lpm_forms(run):
     text = (
-        "add ipv4_lpm ipv4.dstAddr:0x0a010065 NoAction()\n"  # 8 digits: /32
-        "add ipv4_lpm ipv4.dstAddr:0x0a01**** NoAction()\n"  # stars: /16
-        "add ipv4_lpm ipv4.dstAddr:0x0a0100ff/24 NoAction()\n"  # host bits cleared
-        "add ipv4_lpm ipv4.dstAddr:167837696 NoAction()\n"  # decimal: full width
+        "add ipv4_lpm ipv4.dstAddr:0x0a010065 set_port(port:1)\n"  # 8 digits: /32
+        "add ipv4_lpm ipv4.dstAddr:0x0a02**** set_port(port:2)\n"  # stars: /16
+        "add ipv4_lpm ipv4.dstAddr:0x0a0300ff/24 set_port(port:3)\n"  # host bits cleared
+        "add ipv4_lpm ipv4.dstAddr:167837696 set_port(port:4)\n"  # decimal: full width (10.1.1.0)
+        "packet 0 000000000001 000000000002 0800 0a02abcd\n"
+        "expect 2 000000000001 000000000002 0800 0a02abcd $\n"
+        "packet 0 000000000001 000000000002 0800 0a030001\n"
+        "expect 3\n"
     )
-    result, sw = run(tmp_path, text)
-    assert result.ok
-    assert [e.match["hdr.ipv4.dstAddr"] for e in sw.entries] == [
+    result, sw = run(text, "tables")
+    assert result.ok, result.failures
+    got = sorted(sw.read_entries("MyIngress.ipv4_lpm"), key=lambda e: e.args["port"])
+    assert [e.match["hdr.ipv4.dstAddr"] for e in got] == [
         Lpm(0x0A010065, 32),
-        Lpm(0x0A010000, 16),
-        Lpm(0x0A010000, 24),
+        Lpm(0x0A020000, 16),
+        Lpm(0x0A030000, 24),
         Lpm(167837696, 32),
     ]
 
 
-def test_range_and_optional(tmp_path):
-    result, sw = run(tmp_path, "add rng 5 port:10->20 opt:3 NoAction()\nadd rng 6 port:7 NoAction()\n")
-    assert result.ok
-    a, b = sw.entries
+def test_range_and_optional(run):
+    text = (
+        "add rng 5 port:10->20 opt:3 set_port(port:1)\n"
+        "add rng 6 port:7 set_port(port:2)\n"
+        f"packet 0 {ETH_TO_0A} 00000000 03 000f\n"  # meta.port 15, opt 3
+        "expect 1\n"
+        f"packet 0 {ETH_TO_0A} 00000000 04 000f\n"  # opt 4: no hit
+        "expect 0\n"
+        f"packet 0 {ETH_TO_0A} 00000000 09 0007\n"  # port 7, any opt
+        "expect 2\n"
+    )
+    result, sw = run(text, "tables")
+    assert result.ok, result.failures
+    a, b = sorted(sw.read_entries("MyIngress.rng"), key=lambda e: e.args["port"])
     assert a.match == {"meta.port": Range(10, 20), "meta.opt": Optional_(3)}
     assert b.match == {"meta.port": Range(7, 7)}
-    assert (a.priority, b.priority) == (6, 7)
+    assert (a.priority, b.priority) == (6, 7)  # STF priority p becomes p + 1
 
 
-def test_setdefault(tmp_path):
-    result, sw = run(tmp_path, "setdefault MyIngress.fwd set_port(port:0x1ff)\n")
-    assert result.ok
-    assert sw.defaults == {"MyIngress.fwd": ("MyIngress.set_port", {"port": 0x1FF})}
+def test_setdefault(run):
+    text = (
+        "setdefault MyIngress.fwd set_port(port:0x1fe)\n"
+        f"packet 1 {ETH_TO_0A} 00000000 00 0000\n"
+        "expect 510\n"
+    )
+    result, sw = run(text, "tables")
+    assert result.ok, result.failures
+    assert sw.get_default_entry("MyIngress.fwd") == ("MyIngress.set_port", {"port": 0x1FE})
 
 
 @pytest.mark.parametrize(
@@ -393,146 +339,160 @@ def test_setdefault(tmp_path):
         ("setdefault nosuch NoAction()", "no table named"),
     ],
 )
-def test_bad_entries_raise_with_line(tmp_path, line, message):
+def test_bad_entries_raise_with_line(run, line, message):
     with pytest.raises(StfError) as info:
-        run(tmp_path, "wait\n" + line + "\n")
+        run("wait\n" + line + "\n", "tables")
     assert info.value.line == 2
     assert message in str(info.value)
 
 
-def test_switch_error_becomes_stf_error_with_line(tmp_path):
+def test_switch_error_becomes_stf_error_with_line(run):
     line = "add MyIngress.fwd dstAddr:1 NoAction()"
     with pytest.raises(StfError) as info:
-        run(tmp_path, f"{line}\n{line}\n")
+        run(f"{line}\n{line}\n", "tables")
     assert info.value.line == 2
     assert "the switch refused" in str(info.value) and "ALREADY_EXISTS" in str(info.value)
 
 
-def test_remove_all_clears_tables(tmp_path):
-    result, sw = run(tmp_path, "add MyIngress.fwd dstAddr:1 NoAction()\nremove all\n")
-    assert result.ok and sw.entries == []
-    assert "MyIngress.fwd" in sw.cleared
+def test_remove_all_clears_tables(run):
+    text = "add MyIngress.fwd dstAddr:1 NoAction()\nadd tern 1 data.f1:1 NoAction()\nremove all\n"
+    result, sw = run(text, "tables")
+    assert result.ok
+    assert sw.read_entries("MyIngress.fwd") == [] and sw.read_entries("MyIngress.tern") == []
 
 
 # --- multicast, mirroring, externs -----------------------------------------------------------
 
 
-def test_multicast_nodes_become_replicas(tmp_path):
+def test_multicast_nodes_become_replicas(run):
     text = (
-        "mc_mgrp_create 1113\n"
+        "mc_mgrp_create 1\n"
         "mc_node_create 400 7 6\n"  # handle 0; ports ascending as in bmv2's port bitmap
         "mc_node_create 401 8\n"  # handle 1
-        "mc_node_associate 1113 1\n"
-        "mc_node_associate 1113 0\n"
+        "mc_node_associate 1 1\n"
+        "mc_node_associate 1 0\n"
     )
-    result, sw = run(tmp_path, text)
+    result, sw = run(text)
     assert result.ok
-    assert sw.groups[1113] == [Replica(8, 401), Replica(6, 400), Replica(7, 400)]
-    result, sw = run(tmp_path, text + "mc_node_update 0 5\nmc_node_dissociate 1113 1\n")
-    assert sw.groups[1113] == [Replica(5, 400)]
-    result, sw = run(tmp_path, text + "mc_mgrp_destroy 1113\n")
-    assert 1113 not in sw.groups
+    assert sw.mc_group_get(1) == [Replica(8, 401), Replica(6, 400), Replica(7, 400)]
+    # a packet from port 0 goes to group 1: one copy per replica, tagged with its rid (0x190/0x191)
+    result, sw = run(text + "packet 0 aa\nexpect 6 90aa $\nexpect 7 90aa $\nexpect 8 91aa $\n")
+    assert result.ok, result.failures
+    result, sw = run(text + "mc_node_update 0 5\nmc_node_dissociate 1 1\npacket 0 bb\nexpect 5 90bb $\n")
+    assert result.ok, result.failures
+    assert sw.mc_group_get(1) == [Replica(5, 400)]
+    result, sw = run(text + "mc_mgrp_destroy 1\npacket 0 cc\n")
+    assert 1 not in sw.mc_groups()
+    assert result.ok and result.outputs == {}
 
 
-def test_multicast_errors(tmp_path):
+def test_multicast_errors(run):
     with pytest.raises(StfError, match=r"t.stf:1: no multicast group 5"):
-        run(tmp_path, "mc_node_associate 5 0\n")
+        run("mc_node_associate 5 0\n")
     with pytest.raises(StfError, match=r":2: no multicast node with handle 0"):
-        run(tmp_path, "mc_mgrp_create 5\nmc_node_associate 5 0\n")
+        run("mc_mgrp_create 5\nmc_node_associate 5 0\n")
 
 
-def test_mirroring(tmp_path):
-    result, sw = run(tmp_path, "mirroring_add 5 4\n")
-    assert sw.sessions == {5: CloneSession(5, [Replica(4, 0)])}
-    text = "mc_mgrp_create 2\nmirroring_add_mc 6 2\nmc_node_create 1 3\nmc_node_associate 2 0\n"
-    result, sw = run(tmp_path, text)
-    assert result.ok
-    assert sw.sessions[6] == CloneSession(6, [Replica(3, 1)])  # follows the group's later changes
-    result, sw = run(tmp_path, "mirroring_add 5 4\nmirroring_delete 5\n")
-    assert sw.sessions == {}
+def test_mirroring(run):
+    # echo.p4 clones packets from port 6 to session 5; the clone is tagged 0xcc
+    result, sw = run("mirroring_add 5 4\npacket 6 aa\nexpect 6 aa $\nexpect 4 ccaa $\n")
+    assert result.ok, result.failures
+    assert sw.clone_sessions() == {5: CloneSession(5, [Replica(4, 0)])}
+    text = (
+        "mc_mgrp_create 2\nmirroring_add_mc 5 2\nmc_node_create 1 3\nmc_node_associate 2 0\n"
+        "packet 6 aa\nexpect 6 aa $\nexpect 3 ccaa $\n"
+    )
+    result, sw = run(text)
+    assert result.ok, result.failures
+    assert sw.clone_sessions()[5] == CloneSession(5, [Replica(3, 1)])  # follows the group's later changes
+    result, sw = run("mirroring_add 5 4\nmirroring_delete 5\npacket 6 aa\nexpect 6 aa\n")
+    assert result.ok and sw.clone_sessions() == {} and 4 not in result.outputs
 
 
-def test_registers_counters_meters(tmp_path):
+def test_registers_counters_meters(run):
     text = (
         "register_write reg 2 0xff\n"
         "counter_write pkts 1 3 300\n"  # simple_switch_CLI: <index> <packets> <bytes>
         "meter_set_rates m 1 0.5:1000 2:3000\n"
     )
-    result, sw = run(tmp_path, text)
+    result, sw = run(text, "tables")
     assert result.ok
-    assert sw.registers == {("MyIngress.reg", 2): 0xFF}
-    assert sw.counters == {("MyIngress.pkts", 1): (300, 3)}
-    assert sw.meters == {("MyIngress.m", 1): (500_000, 1000, 2_000_000, 3000)}
-    result, sw = run(tmp_path, "register_write reg 2 5\nregister_reset reg\n")
-    assert sw.registers == {("MyIngress.reg", i): 0 for i in range(4)}
+    assert [sw.register_read("MyIngress.reg", i) for i in range(4)] == [0, 0, 0xFF, 0]
+    assert sw.counter_read("MyIngress.pkts", 1) == (300, 3)
+    cfg = sw.meters["MyIngress.m"].configs[1]
+    assert (cfg.cir, cfg.cburst, cfg.pir, cfg.pburst) == (500_000, 1000, 2_000_000, 3000)
+    result, sw = run("register_write reg 2 5\nregister_reset reg\n", "tables")
+    assert [sw.register_read("MyIngress.reg", i) for i in range(4)] == [0] * 4
     with pytest.raises(StfError, match="does not fit in the 32 bits"):
-        run(tmp_path, "register_write reg 0 0x100000000\n")
+        run("register_write reg 0 0x100000000\n", "tables")
 
 
-def test_check_counter(tmp_path):
-    sw = FakeSwitch()
-    sw.counters[("MyIngress.pkts", 3)] = (128, 2)
-    assert run(tmp_path, "check_counter pkts(3) packets == 2\ncheck_counter pkts(3) bytes > 100\n", sw)[0].ok
-    result, _ = run(tmp_path, "check_counter pkts(3) packets == 5\n", sw)
+def test_check_counter(run):
+    two = "packet 3 0a0b0c\npacket 3 0d\nexpect 3\nexpect 3\n"  # 2 packets, 4 bytes on port 3
+    result, _ = run(two + "check_counter pkts(3) packets == 2\ncheck_counter pkts(3) bytes > 3\n")
+    assert result.ok, result.failures
+    result, _ = run(two + "check_counter pkts(3) packets == 5\ncheck_counter pkts(3) bytes < 4\n")
     assert not result.ok
     assert "packets is 2, expected == 5" in result.failures[0]
-    assert run(tmp_path, "check_counter pkts(3)\n", sw)[0].ok  # no condition: read and log
+    assert "bytes is 4, expected < 4" in result.failures[1]
+    result, _ = run(two + "check_counter pkts(3)\n")  # no condition: read and log
+    assert result.ok and any("2 packets, 4 bytes" in line for line in result.log)
 
 
-def test_check_direct_counter_by_handle(tmp_path):
-    text = "add tern 1 data.f1:0x01 NoAction() = A\ncheck_counter tern_ctr($A) packets == 10\n"
-    result, sw = run(tmp_path, text)
-    assert result.ok
-    assert sw.direct_reads == [sw.entries[0]]
-    with pytest.raises(StfError, match="no entry with handle 'B'"):
-        run(tmp_path, "check_counter tern_ctr($B) packets == 1\n")
+def test_check_direct_counter_by_handle(run):
+    text = (
+        "add tern 1 data.f1:0x01 set_port(port:1) = A\n"
+        "add tern 2 data.f1:0x02 set_port(port:2) = B\n"
+        f"packet 0 {ETH_TO_0A} 00000001 00 0000\n"
+        "expect 1\n"
+        "check_counter tern_ctr($A) packets == 1\n"
+        "check_counter tern_ctr($B) packets == 0\n"
+    )
+    result, _ = run(text, "tables")
+    assert result.ok, result.failures
+    result, _ = run(text.replace("$A) packets == 1", "$A) packets == 0"), "tables")
+    assert not result.ok and "packets is 1, expected == 0" in result.failures[0]
+    with pytest.raises(StfError, match="no entry with handle 'C'"):
+        run("check_counter tern_ctr($C) packets == 1\n", "tables")
 
 
 # --- command line --------------------------------------------------------------------------
 
 
-@pytest.fixture
-def fake_modules(monkeypatch):
-    """TEMPORARY DEVELOPMENT AID: stand-ins for softswitch.compiler / softswitch.switch so the
-    CLI's exit codes can be tested before they exist."""
-    from softswitch.errors import P4Error
-
-    compiler = types.ModuleType("softswitch.compiler")
-    switch_mod = types.ModuleType("softswitch.switch")
-
-    def compile_file(path, include_dirs=(), defines=None):
-        if "bad" in str(path):
-            raise P4Error("syntax error", str(path), 3, 7)
-        return types.SimpleNamespace(info=make_info(), defines=defines, include_dirs=include_dirs)
-
-    class Switch(FakeSwitch):
-        def __init__(self, program, cpu_port=64):
-            super().__init__()
-
-    compiler.compile_file = compile_file
-    switch_mod.Switch = Switch
-    monkeypatch.setitem(sys.modules, "softswitch.compiler", compiler)
-    monkeypatch.setitem(sys.modules, "softswitch.switch", switch_mod)
+def stf_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "softswitch.stf", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
-def test_cli_exit_codes(tmp_path, capsys, fake_modules):
+def test_cli_exit_codes(tmp_path):
     good = tmp_path / "good.stf"
     good.write_text("packet 1 aa\nexpect 1 aa\n")
     failing = tmp_path / "fail.stf"
     failing.write_text("packet 1 aa\nexpect 1 ab\n")
     broken = tmp_path / "broken.stf"
     broken.write_text("packet 1 aa\nbogus\n")
-    prog = str(tmp_path / "p.p4")
+    bad_p4 = tmp_path / "bad.p4"
+    bad_p4.write_text("#include <core.p4>\n\ncontrol c() { apply { x = ; } }\n")
+    echo = str(ECHO_P4)
 
-    assert stf.main([prog, str(good), "-I", "inc", "-D", "X=1"]) == 0
-    assert f"PASS {good}" in capsys.readouterr().out
+    # -I and -D reach the preprocessor without disturbing anything
+    p = stf_cli(echo, str(good), "-I", str(tmp_path), "-D", "X=1")
+    assert (p.returncode, p.stderr) == (0, "")
+    assert f"PASS {good}" in p.stdout
 
-    assert stf.main([prog, str(good), str(failing)]) == 1
-    out = capsys.readouterr().out
-    assert f"PASS {good}" in out and f"FAIL {failing}" in out and "^" in out
+    p = stf_cli(echo, str(good), str(failing))
+    assert p.returncode == 1, p.stderr
+    assert f"PASS {good}" in p.stdout and f"FAIL {failing}" in p.stdout and "^" in p.stdout
 
-    assert stf.main([prog, str(broken)]) == 2
-    assert f"{broken}:2: unknown command 'bogus'" in capsys.readouterr().err
+    p = stf_cli(echo, str(broken), str(good))  # a broken file does not stop the others
+    assert p.returncode == 2
+    assert f"{broken}:2: unknown command 'bogus'" in p.stderr and f"PASS {good}" in p.stdout
 
-    assert stf.main([str(tmp_path / "bad.p4"), str(good)]) == 2
-    assert "bad.p4:3:7: error: syntax error" in capsys.readouterr().err
+    p = stf_cli(str(bad_p4), str(good))
+    assert p.returncode == 2
+    assert f"{bad_p4}:3:" in p.stderr and "error:" in p.stderr and "Traceback" not in p.stderr
