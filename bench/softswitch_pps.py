@@ -210,7 +210,7 @@ def main() -> int:
                 print(f"{which:6s} veth        skipped: {r['skipped']}")
             else:
                 print(f"{which:6s} veth        {r['pps']:>9,d} packets/s  ({r['received']}/{r['sent']} "
-                      f"forwarded, loss {r["loss"]:.1%} with the sender faster than the switch)", flush=True)
+                      f"forwarded, loss {r['loss']:.1%} with the sender faster than the switch)", flush=True)
             results.append(r)
     doc = {"benchmark": "softswitch_pps", "machine": {"cpu": platform.processor() or platform.machine(),
            "cores": os.cpu_count(), "python": platform.python_version()},
