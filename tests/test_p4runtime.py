@@ -1,11 +1,8 @@
 """The P4Runtime gRPC server, driven by p4runtime-shell and by raw gRPC requests.
 
-Every test runs against two back ends:
-* "fake": `FakeSwitch` below, a TEMPORARY development aid that implements SwitchAPI in a few
-  dicts so the server could be written before `softswitch.switch` existed. Remove it (and the
-  "fake" parameter) once the real switch passes these tests.
-* "real": `softswitch.switch.Switch` running tests/p4/p4rt_basic.p4 (skipped until the
-  compiler and switch exist).
+Every test runs the real software switch (`softswitch.switch.Switch`) with
+tests/p4/p4rt_basic.p4, behind a real `P4RuntimeServer` on a local port; the pipeline is pushed
+by the client as P4 source (the device config), which the server's loader compiles.
 """
 
 from __future__ import annotations
@@ -21,21 +18,10 @@ from google.rpc import code_pb2, status_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from softswitch import api
-from softswitch.model import (
-    ActionInfo,
-    ActionParam,
-    ActionRef,
-    ControllerHeaderInfo,
-    CounterInfo,
-    DirectCounterInfo,
-    MatchField,
-    ProgramInfo,
-    RegisterInfo,
-    StructField,
-    TableInfo,
-)
+from softswitch.compiler import compile_file, compile_text
 from softswitch.p4info import build_p4info, p4info_to_text
 from softswitch.p4runtime_server import P4RuntimeServer, bytes_to_int, int_to_bytes
+from softswitch.switch import Switch
 
 P4_FILE = Path(__file__).parent / "p4" / "p4rt_basic.p4"
 CPU_PORT = 64
@@ -43,201 +29,28 @@ CPU_PORT = 64
 sh = pytest.importorskip("p4runtime_sh.shell")
 from p4runtime_sh.p4runtime import P4RuntimeWriteException  # noqa: E402
 
-# --- TEMPORARY: a fake SwitchAPI, until softswitch.switch exists ---------------------------
-
-
-def basic_info() -> ProgramInfo:
-    """ProgramInfo of tests/p4/p4rt_basic.p4, written by hand (what the compiler should give)."""
-    return ProgramInfo(
-        tables=[
-            TableInfo(
-                "MyIngress.ipv4_lpm",
-                [
-                    MatchField("standard_metadata.ingress_port", 9, "exact", 1),
-                    MatchField("hdr.ipv4.dstAddr", 32, "lpm", 2),
-                ],
-                [ActionRef("MyIngress.ipv4_forward"), ActionRef("MyIngress.drop"), ActionRef("NoAction")],
-                1024,
-                "NoAction",
-            ),
-            TableInfo(
-                "MyIngress.acl",
-                [
-                    MatchField("hdr.ethernet.etherType", 16, "ternary", 1),
-                    MatchField("hdr.ipv4.srcAddr", 32, "ternary", 2),
-                ],
-                [ActionRef("MyIngress.send_to_cpu"), ActionRef("MyIngress.drop"), ActionRef("NoAction")],
-                256,
-                "NoAction",
-                direct_counter="MyIngress.acl_counter",
-            ),
-        ],
-        actions=[
-            ActionInfo("NoAction", [], annotations=['@noWarn("unused")']),
-            ActionInfo("MyIngress.drop", []),
-            ActionInfo("MyIngress.ipv4_forward", [ActionParam("dstAddr", 48, 1), ActionParam("port", 9, 2)]),
-            ActionInfo("MyIngress.send_to_cpu", []),
-        ],
-        registers=[RegisterInfo("MyIngress.last_seen", 32, 16)],
-        counters=[CounterInfo("MyIngress.port_counter", "BOTH", 64)],
-        direct_counters=[DirectCounterInfo("MyIngress.acl_counter", "BOTH", "MyIngress.acl")],
-        controller_headers=[
-            ControllerHeaderInfo(
-                "packet_out", "packet_out_header_t", [StructField("egress_port", 9), StructField("_pad", 7)]
-            ),
-            ControllerHeaderInfo(
-                "packet_in", "packet_in_header_t", [StructField("ingress_port", 9), StructField("_pad", 7)]
-            ),
-        ],
-    )
-
-
-def _key(e: api.TableEntry) -> tuple:
-    return (e.table, frozenset(e.match.items()), e.priority)
-
-
-class FakeSwitch:
-    """TEMPORARY stand-in for softswitch.switch.Switch (see the module docstring)."""
-
-    def __init__(self, info: ProgramInfo, cpu_port: int = CPU_PORT):
-        self.info = info
-        self.cpu_port = cpu_port
-        self.entries: dict[tuple, api.TableEntry] = {}
-        self.direct: dict[tuple, tuple[int, int]] = {}
-        self.defaults = {t.name: (t.default_action, dict(t.default_action_args)) for t in info.tables}
-        self.registers = {r.name: [0] * r.size for r in info.registers}
-        self.counters = {c.name: [(0, 0)] * c.size for c in info.counters}
-        self.groups: dict[int, list[api.Replica]] = {}
-        self.sessions: dict[int, api.CloneSession] = {}
-        self.pin_handlers: list = []
-        self.digest_handlers: list = []
-
-    def insert_entry(self, entry):
-        if _key(entry) in self.entries:
-            raise api.AlreadyExists(f"entry already exists in {entry.table}")
-        self.entries[_key(entry)] = entry
-        self.direct[_key(entry)] = (0, 0)
-
-    def modify_entry(self, entry):
-        if _key(entry) not in self.entries:
-            raise api.NotFound(f"no such entry in {entry.table}")
-        self.entries[_key(entry)] = entry
-
-    def delete_entry(self, entry):
-        if _key(entry) not in self.entries:
-            raise api.NotFound(f"no such entry in {entry.table}")
-        del self.entries[_key(entry)]
-
-    def read_entries(self, table):
-        return [e for k, e in self.entries.items() if k[0] == table]
-
-    def set_default_entry(self, table, action, args):
-        self.defaults[table] = (action, dict(args))
-
-    def get_default_entry(self, table):
-        return self.defaults[table]
-
-    def reset_default_entry(self, table):
-        t = self.info.table(table)
-        self.defaults[table] = (t.default_action, dict(t.default_action_args))
-
-    def clear_table(self, table):
-        for k in [k for k in self.entries if k[0] == table]:
-            del self.entries[k]
-
-    def read_direct_counter(self, entry):
-        return self.direct[_key(entry)]
-
-    def write_direct_counter(self, entry, byte_count, packet_count):
-        if _key(entry) not in self.entries:
-            raise api.NotFound("no such entry")
-        self.direct[_key(entry)] = (byte_count, packet_count)
-
-    def register_read(self, name, index):
-        return self.registers[name][index]
-
-    def register_write(self, name, index, value):
-        self.registers[name][index] = value
-
-    def counter_read(self, name, index):
-        return self.counters[name][index]
-
-    def counter_write(self, name, index, byte_count, packet_count):
-        self.counters[name][index] = (byte_count, packet_count)
-
-    def meter_set_config(self, name, index, cir, cburst, pir, pburst):
-        raise api.Unimplemented("no meters")
-
-    def mc_group_set(self, group_id, replicas):
-        self.groups[group_id] = list(replicas)
-
-    def mc_group_delete(self, group_id):
-        del self.groups[group_id]
-
-    def mc_group_get(self, group_id):
-        return self.groups[group_id]
-
-    def mc_groups(self):
-        return dict(self.groups)
-
-    def clone_session_set(self, session):
-        self.sessions[session.session_id] = session
-
-    def clone_session_delete(self, session_id):
-        del self.sessions[session_id]
-
-    def clone_sessions(self):
-        return dict(self.sessions)
-
-    def process_packet(self, ingress_port, data):
-        # the fake "program" sends every packet to the CPU
-        for h in self.pin_handlers:
-            h(data, {"ingress_port": ingress_port, "_pad": 0})
-        return []
-
-    def packet_out(self, payload, metadata):
-        return [(metadata["egress_port"], payload)]
-
-    def add_packet_in_handler(self, handler):
-        self.pin_handlers.append(handler)
-
-    def add_digest_handler(self, handler):
-        self.digest_handlers.append(handler)
-
-
-# --- back ends ---------------------------------------------------------------------------
-
 
 class Backend:
-    """How to build the switch for a given device config, plus test helpers."""
+    """tests/p4/p4rt_basic.p4 compiled once, and the loader the server uses for device configs
+    (P4 source, compiled with the test program's file name so errors point at it)."""
 
-    def __init__(self, kind: str):
-        self.kind = kind
-        if kind == "fake":
-            self.info = basic_info()
-            self.device_config = b"fake device config"
-            self.load = lambda config, p4info: FakeSwitch(self.info)
-        else:
-            Switch = pytest.importorskip("softswitch.switch").Switch
-            from softswitch.compiler import compile_file, compile_text
+    def __init__(self):
+        self.info = compile_file(str(P4_FILE)).info
+        self.device_config = P4_FILE.read_bytes()
 
-            self.info = compile_file(str(P4_FILE)).info
-            self.device_config = P4_FILE.read_bytes()
-            self.load = lambda config, p4info: Switch(
-                compile_text(config.decode(), str(P4_FILE)), cpu_port=CPU_PORT
-            )
+    @staticmethod
+    def load(config: bytes, p4info) -> Switch:
+        return Switch(compile_text(config.decode(), str(P4_FILE)), cpu_port=CPU_PORT)
 
-    def trigger_packet_in(self, server: P4RuntimeServer, ingress_port: int, frame: bytes) -> None:
-        """Make the switch send `frame` to the controller."""
-        sw = server.switch
-        if self.kind == "real":
-            # an acl entry that sends IPv4 to the CPU
-            te = sh.TableEntry("MyIngress.acl")(action="MyIngress.send_to_cpu")
-            te.match["hdr.ethernet.etherType"] = "0x0800&&&0xffff"
-            te.priority = 10
-            te.insert()
+    @staticmethod
+    def trigger_packet_in(server: P4RuntimeServer, ingress_port: int, frame: bytes) -> None:
+        """Make the switch send `frame` to the controller: an acl entry sends IPv4 to the CPU."""
+        te = sh.TableEntry("MyIngress.acl")(action="MyIngress.send_to_cpu")
+        te.match["hdr.ethernet.etherType"] = "0x0800&&&0xffff"
+        te.priority = 10
+        te.insert()
         with server.lock:
-            sw.process_packet(ingress_port, frame)
+            server.switch.process_packet(ingress_port, frame)
 
 
 # Ethernet + IPv4 (10.0.1.1 -> 10.0.2.2, correct header checksum, so a deparser that
@@ -247,9 +60,9 @@ IPV4_FRAME = bytes.fromhex(
 )
 
 
-@pytest.fixture(params=["fake", "real"])
-def backend(request) -> Backend:
-    return Backend(request.param)
+@pytest.fixture(scope="module")
+def backend() -> Backend:
+    return Backend()
 
 
 @pytest.fixture
@@ -682,11 +495,10 @@ def test_pipeline_actions(env):
         assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "no_such_table" in err.value.details()
 
 
-def test_compile_error_is_invalid_argument(backend, tmp_path):
-    def load(config, p4info):
-        raise ValueError("prog.p4:3:1: error: syntax error")
-
-    server = P4RuntimeServer(None, load_pipeline=load)
+def test_compile_error_is_invalid_argument(backend):
+    """A device config that does not compile is refused with the compiler's file:line; with no
+    pipeline loaded, writes are FAILED_PRECONDITION, and then a good config still loads."""
+    server = P4RuntimeServer(None, load_pipeline=backend.load)
     port = server.start("127.0.0.1:0")
     client = RawClient(port, election_id=1)
     try:
@@ -696,14 +508,18 @@ def test_compile_error_is_invalid_argument(backend, tmp_path):
         )
         r.election_id.low = 1
         r.config.p4info.CopyFrom(build_p4info(backend.info))
-        r.config.p4_device_config = b"garbage"
+        r.config.p4_device_config = b"#include <core.p4>\n\nheader h_t { bit<8> f }\n"  # no ';'
         with pytest.raises(grpc.RpcError) as err:
             client.stub.SetForwardingPipelineConfig(r)
         assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-        assert "syntax error" in err.value.details()
+        assert f"{P4_FILE}:3:" in err.value.details() and "error:" in err.value.details()
+        assert server.switch is None
         with pytest.raises(grpc.RpcError) as err:
             client.write(_exact_update_raw())
         assert err.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+        r.config.p4_device_config = backend.device_config
+        client.stub.SetForwardingPipelineConfig(r)
+        assert isinstance(server.switch, Switch) and server.switch.info.table("MyIngress.acl")
         _still_serving(port)
     finally:
         client.close()
@@ -738,26 +554,38 @@ def test_bytestring_helpers():
         assert bytes_to_int(int_to_bytes(v), 48) == v
 
 
-def test_server_built_on_a_switch_streams_digests():
-    """A server given a switch up front serves its generated P4Info and forwards digests."""
-    from softswitch.model import DigestInfo
-
-    info = basic_info()
-    info.digests.append(DigestInfo("learn_t", [StructField("mac", 48), StructField("port", 9)]))
-    fake = FakeSwitch(info)
-    server = P4RuntimeServer(fake)
+def test_server_built_on_a_switch_streams_digests(backend):
+    """A server given a switch up front serves its generated P4Info and streams the digests
+    the program sends (p4rt_basic.p4: learn_t for frames with etherType 0x88b5)."""
+    sw = Switch(compile_file(str(P4_FILE)), cpu_port=CPU_PORT)
+    server = P4RuntimeServer(sw)
     port = server.start("127.0.0.1:0")
     client = RawClient(port, election_id=1)
     try:
         assert client.next().arbitration.status.code == code_pb2.OK
         Get = p4runtime_pb2.GetForwardingPipelineConfigRequest
         got = client.stub.GetForwardingPipelineConfig(Get(device_id=1, response_type=Get.P4INFO_AND_COOKIE))
-        assert got.config.p4info == build_p4info(info)
-        fake.digest_handlers[0]("learn_t", [{"mac": 0x0A0B0C0D0E0F, "port": 3}, {"mac": 1, "port": 0}])
-        msg = client.next().digest
-        assert msg.digest_id == got.config.p4info.digests[0].preamble.id
-        members = [[m.bitstring for m in d.struct.members] for d in msg.data]
-        assert members == [[bytes.fromhex("0a0b0c0d0e0f"), b"\x03"], [b"\x01", b"\x00"]]
+        assert got.config.p4info == build_p4info(backend.info)
+        (learn,) = got.config.p4info.digests
+        assert learn.preamble.name == "learn_t"
+
+        def frame(src: str, ethertype: str) -> bytes:
+            return bytes.fromhex("000000000002" + src + ethertype + "00" * 8)
+
+        list_ids = []
+        for in_port, src in ((3, "0a0b0c0d0e0f"), (0, "000000000001")):
+            with server.lock:
+                sw.process_packet(in_port, frame(src, "88b5"))
+            msg = client.next().digest
+            assert msg.digest_id == learn.preamble.id
+            members = [[m.bitstring for m in d.struct.members] for d in msg.data]
+            assert members == [[int_to_bytes(int(src, 16)), int_to_bytes(in_port)]]
+            list_ids.append(msg.list_id)
+        assert list_ids[1] > list_ids[0]
+        with server.lock:
+            sw.process_packet(3, frame("0a0b0c0d0e0f", "88b6"))  # no digest for other frames
+        with pytest.raises(queue.Empty):
+            client.next(timeout=0.2)
         # a PacketOut with an unknown metadata id comes back as a StreamError
         bad = p4runtime_pb2.StreamMessageRequest()
         bad.packet.payload = b"x"

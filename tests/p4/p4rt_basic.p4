@@ -3,7 +3,8 @@
  *   MyIngress.ipv4_lpm    exact standard_metadata.ingress_port + lpm hdr.ipv4.dstAddr
  *   MyIngress.acl         ternary hdr.ethernet.etherType + ternary hdr.ipv4.srcAddr,
  *                         direct counter MyIngress.acl_counter
- *   MyIngress.port_counter, MyIngress.last_seen (register), packet_in / packet_out headers.
+ *   MyIngress.port_counter, MyIngress.last_seen (register), packet_in / packet_out headers,
+ *   digest learn_t (source MAC and ingress port of every frame with etherType 0x88b5).
  * Packet-out: the packet_out header names the egress port. Packet-in: anything sent to
  * CPU_PORT gets a packet_in header with its ingress port.
  */
@@ -52,7 +53,13 @@ struct headers {
     ipv4_t              ipv4;
 }
 
+struct learn_t {
+    bit<48> mac;
+    bit<9>  port;
+}
+
 struct metadata {
+    learn_t learn;
 }
 
 parser MyParser(packet_in packet, out headers hdr, inout metadata meta,
@@ -140,6 +147,11 @@ control MyIngress(inout headers hdr, inout metadata meta,
             hdr.packet_out.setInvalid();
         } else {
             port_counter.count((bit<32>) standard_metadata.ingress_port);
+            if (hdr.ethernet.etherType == 0x88b5) {
+                meta.learn.mac = hdr.ethernet.srcAddr;
+                meta.learn.port = standard_metadata.ingress_port;
+                digest<learn_t>(1, meta.learn);
+            }
             if (hdr.ipv4.isValid()) {
                 last_seen.write((bit<32>) standard_metadata.ingress_port, hdr.ipv4.srcAddr);
                 ipv4_lpm.apply();
