@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import sys
-import types
 from pathlib import Path
 
 import pytest
 from p4.config.v1 import p4info_pb2
 
 from softswitch import p4info as p4i
+from softswitch.compiler import compile_file
 from softswitch.errors import P4Error
 from softswitch.model import (
     ActionInfo,
@@ -316,28 +315,37 @@ def test_text_round_trip():
 # --- CLI ---------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def fake_compiler(monkeypatch):
-    """Stand-in for softswitch.compiler (the CLI is tested apart from the real compiler)."""
-    mod = types.ModuleType("softswitch.compiler")
-    calls = []
-
-    def compile_file(path, include_dirs=(), defines=None):
-        calls.append((path, include_dirs, defines))
-        if "bad" in str(path):
-            raise P4Error("syntax error, unexpected '}'", str(path), 3, 1)
-        return types.SimpleNamespace(info=tunnel_info())
-
-    mod.compile_file = compile_file
-    monkeypatch.setitem(sys.modules, "softswitch.compiler", mod)
-    return calls
+DEFINES_P4 = """
+#include <core.p4>
+#include <v1model.p4>
+#include "hdrs.p4"
+struct meta_t { }
+parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    state start { pkt.extract(hdr.h); transition accept; }
+}
+control VC(inout headers_t hdr, inout meta_t meta) { apply { } }
+control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    action fwd(bit<9> port) { sm.egress_spec = port; }
+    table t { key = { hdr.h.f: exact; } actions = { fwd; NoAction; } size = TSIZE; }
+    apply { t.apply(); }
+}
+control E(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) { apply { } }
+control CC(inout headers_t hdr, inout meta_t meta) { apply { } }
+control D(packet_out pkt, in headers_t hdr) { apply { pkt.emit(hdr.h); } }
+V1Switch(P(), VC(), I(), E(), CC(), D()) main;
+"""
 
 
 @pytest.mark.parametrize("fmt", ["text", "binary", "json"])
-def test_cli_writes_each_format(fake_compiler, tmp_path, fmt):
+def test_cli_writes_each_format(tmp_path, fmt):
+    """The real compiler behind the CLI: -I finds the included file, -D sets the table size."""
+    inc = tmp_path / "inc"
+    inc.mkdir()
+    (inc / "hdrs.p4").write_text("header h_t { bit<8> f; }\nstruct headers_t { h_t h; }\n")
+    prog = tmp_path / "prog.p4"
+    prog.write_text(DEFINES_P4)
     out = tmp_path / f"out.{fmt}"
-    assert p4i.main(["prog.p4", "--out", str(out), "--format", fmt, "-I", "inc", "-DFOO=2"]) == 0
-    assert fake_compiler == [("prog.p4", ("inc",), {"FOO": "2"})]
+    assert p4i.main([str(prog), "--out", str(out), "--format", fmt, "-I", str(inc), "-DTSIZE=77"]) == 0
     data = out.read_bytes()
     if fmt == "text":
         msg = p4i.p4info_from_text(data.decode())
@@ -347,21 +355,30 @@ def test_cli_writes_each_format(fake_compiler, tmp_path, fmt):
         from google.protobuf import json_format
 
         msg = json_format.Parse(data.decode(), p4info_pb2.P4Info())
-    assert ids_by_name(msg)["MyIngress.ipv4_lpm"] == 37375156
+    (table,) = msg.tables
+    assert (table.preamble.name, table.size) == ("I.t", 77)
+    assert [m.name for m in table.match_fields] == ["hdr.h.f"]
+    assert msg == p4i.build_p4info(compile_file(str(prog), (str(inc),), {"TSIZE": "77"}).info)
 
 
-def test_cli_compile_error_exits_2(fake_compiler, tmp_path, capsys):
+def test_cli_p4rt_basic_to_stdout(capsysbinary):
+    assert p4i.main([str(P4_FILE), "--out", "-"]) == 0
+    msg = p4i.p4info_from_text(capsysbinary.readouterr().out.decode())
+    assert ids_by_name(msg)["MyIngress.ipv4_lpm"] == 37375156  # p4c's id for this name
+
+
+def test_cli_compile_error_exits_2(tmp_path, capsys):
+    bad = tmp_path / "bad.p4"
+    bad.write_text("#include <core.p4>\n\ncontrol c() { apply { x = ; } }\n")
     out = tmp_path / "x.txt"
-    assert p4i.main(["bad.p4", "--out", str(out)]) == 2
-    assert "bad.p4:3:1: error: syntax error" in capsys.readouterr().err
+    assert p4i.main([str(bad), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"{bad}:3:" in err and "error:" in err
     assert not out.exists()
 
 
 def test_real_compiler_p4info():
-    compiler = pytest.importorskip("softswitch.compiler")
-    if not hasattr(compiler, "compile_file"):
-        pytest.skip("softswitch.compiler.compile_file does not exist yet")
-    msg = p4i.build_p4info(compiler.compile_file(str(P4_FILE)).info)
+    msg = p4i.build_p4info(compile_file(str(P4_FILE)).info)
     tables = {t.preamble.name: t for t in msg.tables}
     assert tables["MyIngress.ipv4_lpm"].preamble.id == 37375156
     assert [m.name for m in tables["MyIngress.ipv4_lpm"].match_fields] == [
@@ -375,3 +392,39 @@ def test_real_compiler_p4info():
     assert {r.preamble.name for r in msg.registers} == {"MyIngress.last_seen"}
     assert {c.preamble.name for c in msg.controller_packet_metadata} == {"packet_in", "packet_out"}
     assert {a.preamble.name for a in msg.actions} >= {"NoAction", "MyIngress.drop", "MyIngress.ipv4_forward"}
+    assert {d.preamble.name for d in msg.digests} == {"learn_t"}
+
+
+DIGEST_LIST_P4 = """
+#include <core.p4>
+#include <v1model.p4>
+header eth_t { bit<48> dst; bit<48> src; bit<16> etype; }
+struct headers_t { eth_t eth; }
+struct learn_t { bit<48> mac; bit<9> port; }
+struct meta_t { }
+parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    state start { pkt.extract(hdr.eth); transition accept; }
+}
+control VC(inout headers_t hdr, inout meta_t meta) { apply { } }
+control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    apply { digest<learn_t>(1, { hdr.eth.src, sm.ingress_port }); }
+}
+control E(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) { apply { } }
+control CC(inout headers_t hdr, inout meta_t meta) { apply { } }
+control D(packet_out pkt, in headers_t hdr) { apply { pkt.emit(hdr.eth); } }
+V1Switch(P(), VC(), I(), E(), CC(), D()) main;
+"""
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="softswitch/compiler/calls.py extern_function: digest<T>(r, {a, b}) with a list "
+    "expression (valid P4-16, p4c accepts it: the list is converted to the struct T) is refused "
+    "with 'digest data must be a struct'",
+)
+def test_digest_of_a_list_expression():
+    from softswitch.compiler import compile_text
+
+    msg = p4i.build_p4info(compile_text(DIGEST_LIST_P4, "digest_list.p4").info)
+    (d,) = msg.digests
+    assert d.preamble.name == "learn_t"
