@@ -171,10 +171,12 @@ def bench_veth(which: str, packets: int, seconds: float) -> dict:
         if which == "l2l3":
             install_route(grpc_port)
         frame = agg32_frame() if which == "agg32" else l2l3_frame()
-        rx_port_ns, tx_if, rx_if = ((ns_rx, p1.ns_if, p2.ns_if) if which == "l2l3" else (ns_tx, p1.ns_if, p1.ns_if))
-        recv = rx_port_ns.popen([sys.executable, "-c", RECEIVER, rx_if, str(seconds), str(len(frame))])
+        # l2l3 routes port 1 -> port 2; agg32 sends results back out of port 1
+        rx_ns, tx_if, rx_if = (ns_rx, p1.ns_if, p2.ns_if) if which == "l2l3" else (ns_tx, p1.ns_if, p1.ns_if)
+        recv = rx_ns.popen([sys.executable, "-c", RECEIVER, rx_if, str(seconds), str(len(frame))])
         assert recv.stdout.readline().strip() == "ready"
-        send = ns_tx.run([sys.executable, "-c", SENDER, tx_if, frame.hex(), str(packets)], timeout=seconds + 30)
+        send = ns_tx.run([sys.executable, "-c", SENDER, tx_if, frame.hex(), str(packets)],
+                         timeout=seconds + 30)
         out, _ = recv.communicate(timeout=seconds + 30)
         n, span = out.split()
         n, span = int(n), float(span)
@@ -192,16 +194,20 @@ def bench_veth(which: str, packets: int, seconds: float) -> dict:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--packets", type=int, default=20000, help="packets per in-process run (default %(default)s)")
-    ap.add_argument("--veth-packets", type=int, default=5000, help="packets per veth run (default %(default)s)")
-    ap.add_argument("--seconds", type=float, default=20.0, help="time limit of each veth run (default %(default)s)")
+    ap.add_argument("--packets", type=int, default=20000,
+                    help="packets per in-process run (default %(default)s)")
+    ap.add_argument("--veth-packets", type=int, default=5000,
+                    help="packets per veth run (default %(default)s)")
+    ap.add_argument("--seconds", type=float, default=20.0,
+                    help="time limit of each veth run (default %(default)s)")
     ap.add_argument("--skip-veth", action="store_true", help="only the in-process runs")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "softswitch_pps.json"))
     args = ap.parse_args()
     results = []
     for which in ("l2l3", "agg32"):
         r = bench_in_process(which, args.packets)
-        print(f"{which:6s} in-process  {r['pps']:>9,d} packets/s  ({r['us_per_packet']} us/packet)", flush=True)
+        print(f"{which:6s} in-process  {r['pps']:>9,d} packets/s  ({r['us_per_packet']} us/packet)",
+              flush=True)
         results.append(r)
     if not args.skip_veth:
         for which in ("l2l3", "agg32"):

@@ -103,7 +103,8 @@ def main(argv: list[str] | None = None) -> int:
 
     def load_pipeline(config: bytes, p4info: object) -> Switch:
         text = config.decode("utf-8", errors="replace")
-        return Switch(compile_text(text, "<device config>", args.include_dirs, defines), cpu_port=args.cpu_port)
+        program = compile_text(text, "<device config>", args.include_dirs, defines)
+        return Switch(program, cpu_port=args.cpu_port)
 
     server = None
     if not args.no_grpc:

@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         from softswitch.ports import AfPacketPort, PortSet
 
         portset = {}
-        for name, ip_, gw, port in HOSTS:
+        for _name, ip_, gw, port in HOSTS:
             ns = create_namespace("dm")
             namespaces.append(ns)
             pair = create_veth_pair(peer_ns=ns, prefix="dm")
@@ -70,10 +70,10 @@ def main(argv: list[str] | None = None) -> int:
             ns.run(["ip", "route", "add", "default", "via", gw])
             ns.run(["ip", "neigh", "replace", gw, "lladdr", GW_MAC, "dev", pair.ns_if])
             portset[port] = AfPacketPort(pair.host_if)
-        macs = [_mac(ns, pair.ns_if) for ns, pair in zip(namespaces, pairs)]
+        macs = [_mac(ns, pair.ns_if) for ns, pair in zip(namespaces, pairs, strict=False)]
         say("2/5", "network: " + "   ".join(
             f"{h[0]} {h[1]} ({mac}) = switch port {h[3]} ({pair.host_if})"
-            for h, mac, pair in zip(HOSTS, macs, pairs)))
+            for h, mac, pair in zip(HOSTS, macs, pairs, strict=False)))
 
         # the switch starts empty; the controller pushes the program, as with simple_switch_grpc
         holder: dict = {}
@@ -151,7 +151,7 @@ def _controller(grpc_port: int, p4info_path: Path, macs: list[str], holder: dict
     sh.setup(device_id=1, grpc_addr=f"127.0.0.1:{grpc_port}", election_id=(0, 1),
              config=sh.FwdPipeConfig(str(p4info_path), str(PROGRAM)))
     try:
-        for (name, ip_, _, port), mac in zip(HOSTS, macs):
+        for (_name, ip_, _, port), mac in zip(HOSTS, macs, strict=False):
             te = sh.TableEntry("RouterIngress.ipv4_lpm")(action="RouterIngress.set_nhop")
             te.match["hdr.ipv4.dst"] = f"{ip_}/32"
             te.action["dst_mac"] = mac
@@ -200,7 +200,7 @@ def _in_process(program: object) -> int:
     from softswitch.switch import Switch
 
     sw = Switch(program)  # type: ignore[arg-type]
-    for (_, ip_, _, port), mac in zip(HOSTS, ["02:00:00:00:01:01", "02:00:00:00:02:02"]):
+    for (_, ip_, _, port), mac in zip(HOSTS, ["02:00:00:00:01:01", "02:00:00:00:02:02"], strict=False):
         sw.insert_entry(TableEntry("RouterIngress.ipv4_lpm", {"hdr.ipv4.dst": Lpm(_ip(ip_), 32)},
                                    "RouterIngress.set_nhop",
                                    {"dst_mac": _macint(mac), "src_mac": _macint(GW_MAC), "port": port}))

@@ -6,7 +6,9 @@ from __future__ import annotations
 class P4Error(Exception):
     """An error in a P4 program, located as file:line:col (the format of compilers)."""
 
-    def __init__(self, message: str, file: str | None = None, line: int | None = None, col: int | None = None):
+    def __init__(
+        self, message: str, file: str | None = None, line: int | None = None, col: int | None = None
+    ):
         self.message = message
         self.file = file
         self.line = line

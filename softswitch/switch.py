@@ -136,8 +136,8 @@ class Switch:
                 self.tables[tinfo.name] = t
                 self._proxies[tinfo.name].table = t
                 for keys, action, args, prio in spec.const_entries:
-                    match = {f: m for f, m in zip(t.field_names, keys) if m is not None}
-                    argd = dict(zip([n for n, _ in spec.action_params[action]], args))
+                    match = {f: m for f, m in zip(t.field_names, keys, strict=False) if m is not None}
+                    argd = dict(zip([n for n, _ in spec.action_params[action]], args, strict=False))
                     t.insert(api.TableEntry(tinfo.name, match, action, argd, prio or 0, is_const=True))
             H, Mt, SM = program.headers_type, program.meta_type, program.std_meta_type
             self._H, self._M, self._SM = H.cls, Mt.cls, SM.cls
@@ -358,7 +358,8 @@ class Switch:
                 log.debug("multicast group %d does not exist; packet dropped", sm.mcast_grp)
             else:
                 for r in reps:
-                    out.append((hdr._copy(), meta._copy(), sm._copy(), P, r.egress_port, r.instance, REPLICATION))
+                    copy = (hdr._copy(), meta._copy(), sm._copy())
+                    out.append((*copy, P, r.egress_port, r.instance, REPLICATION))
         elif sm.egress_spec != DROP_PORT:
             out.append((hdr, meta, sm, P, sm.egress_spec, 0, NORMAL))
         return out

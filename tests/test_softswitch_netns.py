@@ -59,7 +59,8 @@ def switch_proc(two_hosts):
     try:
         line = proc.stdout.readline()
         m = re.search(r"listening on 127\.0\.0\.1:(\d+)", line)
-        assert m, f"unexpected first line {line!r}; stderr: {proc.stderr.read() if proc.poll() is not None else ''}"
+        err = proc.stderr.read() if proc.poll() is not None else ""
+        assert m, f"unexpected first line {line!r}; stderr: {err}"
         assert "softswitch running" in proc.stdout.readline()
         yield proc, int(m.group(1))
     finally:
