@@ -13,12 +13,12 @@ import argparse
 import contextlib
 import io
 import os
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Callable
 
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAM = ROOT / "p4" / "examples" / "basic_router.p4"
@@ -47,14 +47,14 @@ def main(argv: list[str] | None = None) -> int:
     say("1/5", f"compiled {PROGRAM.relative_to(ROOT)} in {time.perf_counter() - t0:.2f}s: "
         f"{len(info.tables)} table, {len(info.actions)} actions, {len(info.counters)} counter")
 
-    from topologies.netns import create_namespace, create_veth_pair, netns_unavailable
+    from topologies.netns import create_routed_host, netns_unavailable
 
     reason = "--in-process given" if args.in_process else netns_unavailable()
     if reason is not None:
         say("2/5", f"no network namespaces ({reason}); using in-process ports instead")
         return _in_process(program)
 
-    namespaces, pairs = [], []
+    hosts = []
     server = None
     ports = None
     try:
@@ -62,21 +62,15 @@ def main(argv: list[str] | None = None) -> int:
 
         portset = {}
         for _name, ip_, gw, port in HOSTS:
-            ns = create_namespace("dm")
-            namespaces.append(ns)
-            pair = create_veth_pair(peer_ns=ns, prefix="dm")
-            pairs.append(pair)
-            ns.run(["ip", "addr", "add", f"{ip_}/24", "dev", pair.ns_if])
-            ns.run(["ip", "route", "add", "default", "via", gw])
-            ns.run(["ip", "neigh", "replace", gw, "lladdr", GW_MAC, "dev", pair.ns_if])
-            portset[port] = AfPacketPort(pair.host_if)
-        macs = [_mac(ns, pair.ns_if) for ns, pair in zip(namespaces, pairs, strict=False)]
+            host = create_routed_host(f"{ip_}/24", gw, GW_MAC, prefix="dm")
+            hosts.append(host)
+            portset[port] = AfPacketPort(host.pair.host_if)
+        macs = [h.mac for h in hosts]
         say("2/5", "network: " + "   ".join(
-            f"{h[0]} {h[1]} ({mac}) = switch port {h[3]} ({pair.host_if})"
-            for h, mac, pair in zip(HOSTS, macs, pairs, strict=False)))
+            f"{h[0]} {h[1]} ({host.mac}) = switch port {h[3]} ({host.pair.host_if})"
+            for h, host in zip(HOSTS, hosts, strict=True)))
 
         # the switch starts empty; the controller pushes the program, as with simple_switch_grpc
-        holder: dict = {}
         ports = PortSet(portset)
 
         def send(packets: list[tuple[int, bytes]]) -> None:
@@ -108,10 +102,14 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory() as tmp:
             p4info_path = Path(tmp) / "p4info.txt"
             p4info_path.write_text(p4info_to_text(build_p4info(info)))
+            h1 = hosts[0].ns
+
+            def send_unrouted() -> None:  # h1 sends to an address without a route
+                h1.run([sys.executable, "-c", UNROUTED_SENDER], check=False, timeout=10)
+
             with contextlib.redirect_stdout(io.StringIO()):  # p4runtime-shell echoes every protobuf
-                packet_ins = _controller(grpc_port, p4info_path, macs, holder)
-        del holder
-        ping = namespaces[0].run(["ping", "-c", str(args.pings), "-i", "0.2", "-W", "2", HOSTS[1][1]],
+                packet_ins = _controller(grpc_port, p4info_path, macs, send_unrouted)
+        ping = hosts[0].ns.run(["ping", "-c", str(args.pings), "-i", "0.2", "-W", "2", HOSTS[1][1]],
                                  check=False, timeout=30)
         say("5/5", f"h1$ ping -c {args.pings} {HOSTS[1][1]}")
         for line in ping.stdout.strip().splitlines():
@@ -133,18 +131,12 @@ def main(argv: list[str] | None = None) -> int:
             ports.close()
         if server is not None:
             server.stop()
-        for pair in pairs:
-            pair.delete()
-        for ns in namespaces:
-            ns.delete()
+        for host in hosts:
+            host.delete()
 
 
-def _mac(ns: object, ifname: str) -> str:
-    out = ns.run(["cat", f"/sys/class/net/{ifname}/address"]).stdout  # type: ignore[attr-defined]
-    return out.strip()
-
-
-def _controller(grpc_port: int, p4info_path: Path, macs: list[str], holder: dict) -> list[str]:
+def _controller(grpc_port: int, p4info_path: Path, macs: list[str], send_unrouted: Callable[[], None]
+                ) -> list[str]:
     """p4runtime-shell as the controller: push the pipeline, install routes, watch PacketIns."""
     import p4runtime_sh.shell as sh
 
@@ -172,24 +164,15 @@ def _controller(grpc_port: int, p4info_path: Path, macs: list[str], holder: dict
         th = threading.Thread(target=sniff)
         th.start()
         time.sleep(0.2)
-        _send_unrouted()
+        send_unrouted()
         th.join()
         return got
     finally:
         sh.teardown()
 
 
-def _send_unrouted() -> None:
-    """h1 sends one UDP datagram to 10.0.9.9 (no route: the switch hands it to the controller)."""
-    from topologies.netns import ip
-
-    names = [ln.split()[0] for ln in ip("netns", "list").stdout.splitlines() if ln.startswith("dm")]
-    h1 = sorted(names)[0] if names else None
-    if h1 is None:
-        return
-    code = ("import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); "
-            "s.sendto(b'hello controller', ('10.0.9.9', 9999))")
-    subprocess.run(["ip", "netns", "exec", h1, sys.executable, "-c", code], capture_output=True, timeout=10)
+UNROUTED_SENDER = ("import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); "
+                   "s.sendto(b'hello controller', ('10.0.9.9', 9999))")
 
 
 def _in_process(program: object) -> int:

@@ -17,7 +17,7 @@ from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from softswitch.compiler import compile_file
 from softswitch.p4info import build_p4info, p4info_to_text
-from topologies.netns import create_namespace, create_veth_pair
+from topologies.netns import Host, create_routed_host
 
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAM = ROOT / "p4" / "examples" / "basic_router.p4"
@@ -28,23 +28,14 @@ pytestmark = pytest.mark.netns
 
 @pytest.fixture
 def two_hosts(netns_ok: None):
-    made = []
+    made: list[Host] = []
     try:
-        hosts = []
-        for ip_, gw in (("10.0.1.1", "10.0.1.254"), ("10.0.2.2", "10.0.2.254")):
-            ns = create_namespace("ts")
-            made.append(ns)
-            pair = create_veth_pair(peer_ns=ns, prefix="ts")
-            made.append(pair)
-            ns.run(["ip", "addr", "add", f"{ip_}/24", "dev", pair.ns_if])
-            ns.run(["ip", "route", "add", "default", "via", gw])
-            ns.run(["ip", "neigh", "replace", gw, "lladdr", GW_MAC, "dev", pair.ns_if])
-            mac = ns.run(["cat", f"/sys/class/net/{pair.ns_if}/address"]).stdout.strip()
-            hosts.append((ns, pair, ip_, mac))
-        yield hosts
+        for ip_, gw in (("10.0.1.1/24", "10.0.1.254"), ("10.0.2.2/24", "10.0.2.254")):
+            made.append(create_routed_host(ip_, gw, GW_MAC, prefix="ts"))
+        yield [(h.ns, h.pair, h.ip, h.mac) for h in made]
     finally:
-        for obj in reversed(made):
-            obj.delete()
+        for h in made:
+            h.delete()
 
 
 @pytest.fixture

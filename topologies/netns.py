@@ -245,3 +245,38 @@ def cleanup_all() -> None:
 
 
 atexit.register(cleanup_all)
+
+
+@dataclass
+class Host:
+    """A host in its own namespace, cabled to the switch by a veth pair (switch end: pair.host_if)."""
+
+    ns: NetNS
+    pair: VethPair
+    ip: str
+    mac: str
+
+    def delete(self) -> None:
+        self.pair.delete()
+        self.ns.delete()
+
+
+def create_routed_host(ip_cidr: str, gateway: str, gateway_mac: str, prefix: str = "rh") -> Host:
+    """A namespace with one interface addressed `ip_cidr`, a default route via `gateway`, and a
+    static neighbour entry for the gateway (the switch answers no ARP), cabled by a veth pair."""
+    ns = create_namespace(prefix)
+    try:
+        pair = create_veth_pair(peer_ns=ns, prefix=prefix)
+    except BaseException:
+        ns.delete()
+        raise
+    host = Host(ns, pair, ip_cidr.split("/")[0], "")
+    try:
+        ns.run(["ip", "addr", "add", ip_cidr, "dev", pair.ns_if])
+        ns.run(["ip", "route", "add", "default", "via", gateway])
+        ns.run(["ip", "neigh", "replace", gateway, "lladdr", gateway_mac, "dev", pair.ns_if])
+        host.mac = ns.run(["cat", f"/sys/class/net/{pair.ns_if}/address"]).stdout.strip()
+    except BaseException:
+        host.delete()
+        raise
+    return host
