@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from softswitch import algorithms
-from softswitch.compiler.types import Stack
+from softswitch.compiler.types import P4Header, P4Struct, Stack
 
 
 class ParserError(Exception):
@@ -22,6 +22,15 @@ class ParserError(Exception):
 
 class ExitSignal(Exception):
     """`exit` statement: ends the current top-level control block."""
+
+
+class ExitWithOuts(ExitSignal):
+    """`exit` inside a callee with scalar out/inout parameters: carries the values the caller
+    still copies out (P4-16: copy-out happens after exit, up the whole call stack)."""
+
+    def __init__(self, vals: tuple):
+        super().__init__()
+        self.vals = vals
 
 
 class AssertionFailed(Exception):
@@ -80,6 +89,21 @@ def _setv(h: Any, v: bool) -> None:
 
 def _union_members(u: Any) -> list:
     return [getattr(u, n) for n in u.__slots__]
+
+
+def _invalidate(x: Any) -> None:
+    """An `out` argument of a composite type starts uninitialized: its headers are invalid."""
+    if isinstance(x, Stack):
+        for h in x.h:
+            h._v = False
+        x.nxt = 0
+    elif isinstance(x, P4Header):
+        x._v = False
+    else:
+        for name in type(x).__slots__:
+            v = getattr(x, name)
+            if isinstance(v, (Stack, P4Header, P4Struct)):
+                _invalidate(v)
 
 
 def _union_set_valid(u: Any, h: Any) -> None:
@@ -218,12 +242,14 @@ def generated_globals(program: Any) -> dict[str, Any]:
         "Stack": Stack,
         "ParserError": ParserError,
         "_EXIT": _EXIT,
+        "_ExitSignal": ExitSignal,
+        "_ExitWithOuts": ExitWithOuts,
         "_REJECT": _REJECT,
         "_ACCEPT": None,
         "CLASSES": {name: t.cls for name, t in program.classes.items()},
         "_ERRNO": {e: i for i, e in enumerate(program.errors)},
     }
-    for name in ("_stack_next", "_stack_last", "_stack_at", "_setv", "_union_set_valid", "_union_valid", "_mk",
+    for name in ("_invalidate", "_stack_next", "_stack_last", "_stack_at", "_setv", "_union_set_valid", "_union_valid", "_mk",
                  "_sext", "_peek", "_advance", "_mark_to_drop", "_hash", "_hash_result", "_csum", "_clone",
                  "_set_flag", "_set_truncate", "_assert", "_extract_varbit", "_pack_varbit"):
         g[name] = globals()[name]

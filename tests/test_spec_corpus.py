@@ -22,7 +22,7 @@ def test_corpus_is_complete() -> None:
     programs = {p.stem for p in SPEC.glob("*.p4")}
     tests = {p.stem for p in STF_FILES}
     assert tests, "no spec programs found"
-    assert programs == tests, f"without .stf: {sorted(programs - tests)}; without .p4: {sorted(tests - programs)}"
+    assert programs == tests, f"unpaired: {sorted(programs ^ tests)}"
 
 
 @pytest.mark.parametrize("stf_path", STF_FILES, ids=[p.stem for p in STF_FILES])

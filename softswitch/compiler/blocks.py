@@ -3,6 +3,8 @@ and the per-header-type extract/emit functions."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from softswitch.compiler import types as T
@@ -173,6 +175,21 @@ def scalar_outs(cp: Compiler, params: list[A.Param], pscope: Scope, prefix: str)
     return outs
 
 
+@contextmanager
+def exit_copies_out(em: Emitter, outs: list[str]) -> Iterator[None]:
+    """Wrap a callee body so that `exit` still hands its scalar out/inout values to the caller,
+    which copies them out before exiting further (P4-16 calling convention)."""
+    if not outs:
+        yield
+        return
+    em("try:")
+    with em.indent():
+        yield
+    em("except _ExitSignal:")
+    with em.indent():
+        em(f"raise _ExitWithOuts((None, {', '.join(outs)},))")
+
+
 # ---------------------------------------------------------------------------- actions, functions
 def ensure_action(cp: Compiler, b: ActionBind) -> str:
     if b.fn:
@@ -184,7 +201,7 @@ def ensure_action(cp: Compiler, b: ActionBind) -> str:
     fc = FnContext(outs=scalar_outs(cp, d.params, b.scope, "p_"))
     em = Emitter()
     em(f"def {b.fn}(c{''.join(', ' + n for n in names)}):")
-    with em.indent():
+    with em.indent(), exit_copies_out(em, fc.outs):
         n0 = len(em.lines)
         for s in d.body.stmts:
             stmt(cp, s, scope, em, fc)
@@ -218,7 +235,7 @@ def ensure_function(cp: Compiler, b: FuncBind) -> str:
         fc.ret_type = None  # type: ignore[attr-defined]
     em = Emitter()
     em(f"def {b.fn}(c{''.join(', ' + n for n in names)}):")
-    with em.indent():
+    with em.indent(), exit_copies_out(em, fc.outs):
         for s in b.decl.body.stmts:
             stmt(cp, s, scope, em, fc)
         if fc.outs:
@@ -369,8 +386,9 @@ def compile_block(cp: Compiler, decl: Any, p4name: str, ctor_args: list[A.Arg], 
             parser_body(cp, decl, scope, em, p4name)
         else:
             fc = FnContext(outs=outs)
-            for s in decl.apply.stmts:
-                stmt(cp, s, scope, em, fc)
+            with exit_copies_out(em, outs):
+                for s in decl.apply.stmts:
+                    stmt(cp, s, scope, em, fc)
         if outs:
             em(f"return (None, {', '.join(outs)},)")
     cp.pending_blocks.append((ctx, slot_list, em.lines))

@@ -64,6 +64,12 @@ def compile_call(cp: Compiler, e: A.Call, scope: Scope, em: Emitter, want: Any) 
         if b is not None:
             raise err(f"{cp.text(callee.expr)} has no method {method}", e)
         bt = base.type
+        if method in _SIZE_METHODS and isinstance(bt, (T.StructLikeT, T.StackT)):
+            if e.args:
+                raise err(f"{method}() takes no arguments", e)
+            bits = _size_bits(bt, method.startswith("max"))
+            n = (bits + 7) // 8 if method.endswith("Bytes") else bits
+            return V(str(n), T.INT, const=n)
         if isinstance(bt, T.ExternT):
             if bt.extern_name == "packet_in":
                 return packet_in_method(cp, base, method, e, scope, em)
@@ -138,6 +144,8 @@ def bind_args(cp: Compiler, params: list[A.Param], args: list[A.Expr | None], ps
                     codes.append(repr(T.default_value(pt)))
             else:
                 v = cp.value(a, scope, em, want=pt)
+                if p.direction == "out":
+                    em(f"_invalidate({v.code})")
                 codes.append(v.code)
         else:
             v = cp.value(a, scope, em, want=pt)
@@ -151,11 +159,18 @@ def bind_args(cp: Compiler, params: list[A.Param], args: list[A.Expr | None], ps
 def finish_call(cp: Compiler, code: str, outs: list, ret_type: T.Type, scope: Scope, em: Emitter) -> V:
     if not outs:
         return V(code, ret_type)
-    tmp = cp.uid("_r")
-    em(f"{tmp} = {code}")
-    for i, (lv, t) in enumerate(outs, start=1):
-        from softswitch.compiler.stmts import assign_code
+    from softswitch.compiler.stmts import assign_code
 
+    tmp = cp.uid("_r")
+    em("try:")
+    with em.indent():
+        em(f"{tmp} = {code}")
+    em("except _ExitWithOuts as _x:")  # exit in the callee: copy out, then keep exiting
+    with em.indent():
+        for i, (lv, t) in enumerate(outs, start=1):
+            assign_code(cp, lv, V(f"_x.vals[{i}]", t), scope, em)
+        em("raise _EXIT")
+    for i, (lv, t) in enumerate(outs, start=1):
         assign_code(cp, lv, V(f"{tmp}[{i}]", t), scope, em)
     return V(f"{tmp}[0]", ret_type)
 
@@ -202,6 +217,8 @@ def call_block(cp: Compiler, b: BlockInst, e: A.Call, scope: Scope, em: Emitter)
         elif p.direction in ("", "in"):
             codes.append(f"{v.code}._copy()")
         else:
+            if p.direction == "out":
+                em(f"_invalidate({v.code})")
             codes.append(v.code)
     return finish_call(cp, f"{b.fn}(c.P{''.join(', ' + c for c in codes)})", outs, T.VOID, scope, em)
 
@@ -289,6 +306,23 @@ def emit_value(cp: Compiler, out: str, code: str, t: T.Type, em: Emitter, node: 
             emit_value(cp, out, f"{code}.h[{i}]", t.element, em, node)
         return
     raise err(f"emit needs a header, header stack, header union or struct, not {t}", node)
+
+
+_SIZE_METHODS = ("minSizeInBits", "minSizeInBytes", "maxSizeInBits", "maxSizeInBytes")
+
+
+def _size_bits(t: T.Type, largest: bool) -> int:
+    """Serialized size of a type in bits: varbit fields count 0 (min) or their bound (max)."""
+    if isinstance(t, T.VarbitT):
+        return t.max_width if largest else 0
+    if isinstance(t, T.StackT):
+        return t.size * _size_bits(t.element, largest)
+    if isinstance(t, T.StructLikeT):
+        sizes = [_size_bits(ft, largest) for _, ft in t.fields]
+        if t.is_union:
+            return (max(sizes) if largest else min(sizes)) if sizes else 0
+        return sum(sizes)
+    return T.serial_width(t) or 0
 
 
 # ---------------------------------------------------------------------------- field lists

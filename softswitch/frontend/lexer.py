@@ -261,7 +261,11 @@ def _classify_type_names(stream: TokenStream) -> None:
                 t.type = "TYPE_IDENT"
             # a declaration with type parameters: NAME < A, B > ( or {
             if i + 1 < n and toks[i + 1].type == "LT":
-                params = _type_param_list(toks, i + 1, global_types, scoped)
+                # In a declaration (after `parser`, `extern`, a return type...) type parameters
+                # may shadow global types (`parser Parser<H, M>` in a program with `header H`);
+                # elsewhere `f<H>(...)` is a call with type arguments.
+                decl = i > 0 and toks[i - 1].type in _DECL_BEFORE_NAME
+                params = _type_param_list(toks, i + 1, global_types, scoped, decl)
                 if params is not None:
                     names, end = params
                     for nm in names:
@@ -278,15 +282,23 @@ def _classify_type_names(stream: TokenStream) -> None:
         i += 1
 
 
-def _type_param_list(toks: list[Token], lt: int, global_types: set[str], scoped: dict[str, int]):
+# Tokens that can precede the name of a generic declaration: a declaration keyword or a return type.
+_DECL_BEFORE_NAME = {"PARSER", "CONTROL", "PACKAGE", "EXTERN", "STRUCT", "HEADER", "HEADER_UNION",
+                     "TYPE_IDENT", "IDENT", "VOID", "BOOL", "GT", "ERROR", "STRING", "MATCH_KIND"}
+
+
+def _type_param_list(toks: list[Token], lt: int, global_types: set[str], scoped: dict[str, int],
+                     decl: bool = False):
     """If toks[lt] starts `< A, B, ... >` followed by `(` or `{`, with A, B... not already
-    types, return (names, index after `>`)."""
+    types (unless `decl`: a declaration may shadow them), return (names, index after `>`)."""
     names: list[str] = []
     j = lt + 1
     n = len(toks)
     while j < n:
         t = toks[j]
-        if t.type != "IDENT" or t.value in global_types or scoped.get(t.value, 0) > 0:
+        if t.type not in ("IDENT", "TYPE_IDENT"):
+            return None
+        if not decl and (t.value in global_types or scoped.get(t.value, 0) > 0):
             return None
         names.append(t.value)
         j += 1
