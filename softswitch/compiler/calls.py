@@ -515,7 +515,9 @@ def extern_function(cp: Compiler, name: str, b: ExternFuncBind, e: A.Call, scope
         return V("None", T.VOID)
     if name == "digest":
         need(2)
-        v = cp.value(args[1], scope, em)
+        # digest<T>(r, {a, b}): the type argument turns a list expression into the struct T
+        want = cp.resolve_type(e.type_args[0], scope) if e.type_args else None
+        v = cp.value(args[1], scope, em, want=want)
         if isinstance(v.type, T.StructLikeT):
             cp.digests.setdefault(v.type.type_name, v.type)
             fields = ", ".join(f"{f!r}: {v.code}.{T.pyname(f)}" for f, _ in v.type.fields)

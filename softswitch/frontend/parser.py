@@ -506,9 +506,12 @@ class _ToAst(Transformer):
         return self._at(A.ActionRefExpr(name, args), name)
 
     def prefixed_name(self, c):
-        if len(c) == 2:
-            return "." + str(c[1])
-        return str(c[0])
+        # keep a Token (a str) so that nodes built from the name get its location
+        first = c[0]
+        text = "." + str(c[1]) if len(c) == 2 else str(c[0])
+        if isinstance(first, Token):
+            return Token("IDENT", text, first.start_pos, first.line, first.column)
+        return text
 
     def entry(self, c):
         anns, rest = _split(c)

@@ -1,0 +1,162 @@
+"""Compiler diagnostics and acceptance: errors in a program raise softswitch.errors.P4Error whose
+text starts with file:line:col of the offending construct; valid programs compile."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from softswitch.compiler import compile_file
+from softswitch.errors import P4Error
+
+HEAD = """#include <core.p4>
+#include <v1model.p4>
+header h_t { bit<8> a; bit<16> b; int<8> s; }
+struct headers_t { h_t h; }
+struct meta_t { bit<8> m; }
+parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    state start { pkt.extract(hdr.h); transition accept; }
+}
+control VC(inout headers_t hdr, inout meta_t meta) { apply { } }
+control E(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) { apply { } }
+control CC(inout headers_t hdr, inout meta_t meta) { apply { } }
+control D(packet_out pkt, in headers_t hdr) { apply { pkt.emit(hdr.h); } }
+"""
+HEAD_LINES = HEAD.count("\n")
+TAIL = "V1Switch(P(), VC(), I(), E(), CC(), D()) main;\n"
+
+
+def ingress(body: str, locals_: str = "") -> str:
+    """A program whose ingress apply block is `body`; its first line is HEAD_LINES + 3."""
+    return (HEAD + "control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {\n"
+            + locals_ + "    apply {\n" + body + "\n    }\n}\n" + TAIL)
+
+
+def compile_src(tmp_path: Path, src: str) -> object:
+    path = tmp_path / "prog.p4"
+    path.write_text(src)
+    return compile_file(str(path))
+
+
+def error_at(tmp_path: Path, src: str) -> tuple[int, int, str]:
+    """Compile src, expect a P4Error in prog.p4, return (line, col, message)."""
+    with pytest.raises(P4Error) as ei:
+        compile_src(tmp_path, src)
+    text = str(ei.value)
+    m = re.match(r"(.+?):(\d+):(\d+): error: (.*)", text, re.S)
+    assert m, f"no file:line:col prefix: {text!r}"
+    assert m.group(1).endswith("prog.p4"), text
+    return int(m.group(2)), int(m.group(3)), m.group(4)
+
+
+BODY_LINE = HEAD_LINES + 3  # line of the first statement in ingress()'s apply block
+
+
+@pytest.mark.parametrize(
+    "stmt, col, words",
+    [
+        ("        hdr.h.b = hdr.h.a + hdr.h.b;", None, "bit<8>"),          # width mismatch
+        ("        hdr.h.a = true;", None, "bool"),                         # bool into bit<8>
+        ("        hdr.h.a = nosuch;", None, "nosuch"),                     # unknown name
+        ("        hdr.h.zz = 1;", None, "zz"),                             # unknown field
+        ("        if (hdr.h.a) { }", None, "bool"),                        # non-bool condition
+        ("        hdr.h.a = hdr.h.s;", None, "int<8>"),                    # signed into unsigned
+        ("        hdr.h.a = hdr.h.a[8:1];", None, "slice"),                # slice out of range
+        ("        undefined_fn(hdr.h.a);", None, "undefined_fn"),          # unknown function
+    ],
+)
+def test_type_and_name_errors_point_at_the_statement(tmp_path: Path, stmt: str, col: int | None,
+                                                     words: str) -> None:
+    line, c, msg = error_at(tmp_path, ingress("        meta.m = 1;\n" + stmt))
+    assert line == BODY_LINE + 1, msg
+    assert c >= 9, msg  # inside the statement, not at the start of the line
+    assert words in msg, msg
+
+
+def test_syntax_error_location(tmp_path: Path) -> None:
+    line, col, msg = error_at(tmp_path, ingress("        meta.m = 1;\n        meta.m = (1 + ;"))
+    assert (line, col) == (BODY_LINE + 1, 23)
+    assert "syntax error" in msg
+
+
+def test_lexer_error_location(tmp_path: Path) -> None:
+    line, col, _ = error_at(tmp_path, ingress("        meta.m = 1 $ 2;"))
+    assert (line, col) == (BODY_LINE, 20)
+
+
+def test_unknown_type(tmp_path: Path) -> None:
+    src = ingress("        meta.m = 1;", locals_="    nosuch_t x;\n")
+    line, _, msg = error_at(tmp_path, src)
+    assert line == HEAD_LINES + 2
+    assert "nosuch_t" in msg
+
+
+def test_unknown_action_in_table(tmp_path: Path) -> None:
+    locals_ = "    table t {\n        key = { hdr.h.a : exact; }\n        actions = { missing_action; }\n    }\n"
+    line, _, msg = error_at(tmp_path, ingress("        t.apply();", locals_))
+    assert line == HEAD_LINES + 4
+    assert "missing_action" in msg
+
+
+def test_unknown_match_kind(tmp_path: Path) -> None:
+    locals_ = "    table t {\n        key = { hdr.h.a : fuzzy; }\n        actions = { NoAction; }\n    }\n"
+    line, _, msg = error_at(tmp_path, ingress("        t.apply();", locals_))
+    assert line == HEAD_LINES + 3
+    assert "fuzzy" in msg
+
+
+def test_error_in_an_included_file_names_that_file(tmp_path: Path) -> None:
+    (tmp_path / "inc.p4").write_text("// included\nconst bit<8> BAD = ;\n")
+    src = "#include \"inc.p4\"\n" + ingress("        meta.m = 1;")
+    with pytest.raises(P4Error) as ei:
+        compile_src(tmp_path, src)
+    assert str(ei.value).startswith(f"{tmp_path / 'inc.p4'}:2:")
+
+
+def test_valid_program_compiles(tmp_path: Path) -> None:
+    body = """        bit<16> w = (bit<16>)hdr.h.a + hdr.h.b;
+        hdr.h.b = w |+| 16w1;
+        hdr.h.s = hdr.h.s |-| 8s1;
+        if (hdr.h.isValid() && meta.m == 0) { hdr.h.a = hdr.h.a[3:0] ++ 4w0; }"""
+    prog = compile_src(tmp_path, ingress(body))
+    assert "def " in prog.source
+
+
+def test_int_literal_too_wide_for_width(tmp_path: Path) -> None:
+    line, _, msg = error_at(tmp_path, ingress("        meta.m = 1;\n        hdr.h.a = 8w256;"))
+    assert line == BODY_LINE + 1, msg
+
+
+def test_transition_to_unknown_state(tmp_path: Path) -> None:
+    src = ingress("        meta.m = 1;").replace("transition accept; }\n}", "transition nowhere; }\n}", 1)
+    line, _, msg = error_at(tmp_path, src)
+    assert line == 7
+    assert "nowhere" in msg
+
+
+def test_action_call_with_wrong_argument_count(tmp_path: Path) -> None:
+    locals_ = "    action set(bit<8> v) { hdr.h.a = v; }\n"
+    line, _, msg = error_at(tmp_path, ingress("        meta.m = 1;\n        set(1, 2);", locals_))
+    assert line == BODY_LINE + 2
+    assert "set" in msg
+
+
+def test_unsupported_action_selector_is_reported_at_the_property(tmp_path: Path) -> None:
+    locals_ = ("    action_selector(HashAlgorithm.crc16, 32w16, 32w8) sel;\n"
+               "    table t {\n        key = { hdr.h.a : exact; }\n        actions = { NoAction; }\n"
+               "        implementation = sel;\n    }\n")
+    line, _, msg = error_at(tmp_path, ingress("        t.apply();", locals_))
+    assert line == HEAD_LINES + 6  # the `implementation = sel;` line
+    assert "not supported" in msg
+
+
+def test_exit_copies_out_and_out_headers_start_invalid(tmp_path: Path) -> None:
+    """The generated code hands inout values back on exit and invalidates out headers."""
+    locals_ = ("    action ex(inout bit<8> v) { v = 3; exit; }\n")
+    src = ingress("        ex(hdr.h.a);", locals_).replace(
+        "control I(", "void clear(out h_t x) { }\ncontrol I(").replace("ex(hdr.h.a);", "ex(hdr.h.a); clear(hdr.h);")
+    prog = compile_src(tmp_path, src)
+    assert "_ExitWithOuts" in prog.source
+    assert "_invalidate(" in prog.source

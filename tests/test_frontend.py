@@ -1,0 +1,112 @@
+"""Front end: the lexer's type-name and angle-bracket classification, the grammar on P4-16
+constructs third-party programs use, and syntax errors located at file:line:col."""
+
+from __future__ import annotations
+
+import pytest
+
+from softswitch.errors import P4Error
+from softswitch.frontend import ast as A
+from softswitch.frontend.lexer import tokenize
+from softswitch.frontend.parser import parse_text
+
+
+def types_of(src: str) -> list[tuple[str, str]]:
+    return [(t.type, str(t.value)) for t in tokenize(src, "t.p4").tokens]
+
+
+def test_shift_versus_nested_type_arguments() -> None:
+    toks = types_of("register<bit<8>>(4) r; x = a >> 2; y = a > > 2;")
+    kinds = [k for k, _ in toks]
+    assert kinds.count("TGT") == 2  # both '>' of bit<8>> close type arguments
+    assert kinds.count("SHR") == 1  # a >> 2 is a shift
+    assert kinds.count("GT") == 2   # '> >' with a space stays two comparisons
+
+
+def test_declared_names_become_type_names() -> None:
+    toks = dict((v, k) for k, v in types_of("header h_t { bit<8> a; } typedef bit<4> nib_t; h_t x; nib_t y;"))
+    assert toks["h_t"] == "TYPE_IDENT"
+    assert toks["nib_t"] == "TYPE_IDENT"
+    assert toks["x"] == "IDENT"
+
+
+def test_type_parameters_may_shadow_global_types() -> None:
+    """v1model's `parser Parser<H, M>(...)` after a program declares `header H`."""
+    src = """header H { bit<8> a; }
+struct M { bit<8> b; }
+parser Parser<H, M>(out H parsedHdr, inout M meta);
+extern void digest<T>(in bit<32> receiver, in T data);
+"""
+    prog = parse_text(src, "t.p4")
+    ptype = [d for d in prog.decls if isinstance(d, A.ParserTypeDecl)][0]
+    assert ptype.type_params == ["H", "M"]
+
+
+def test_call_with_type_argument_is_not_a_declaration() -> None:
+    src = """extern packet_in { T lookahead<T>(); }
+header H { bit<8> a; }
+control C(packet_in pkt) { apply { H h = pkt.lookahead<H>(); } }
+"""
+    parse_text(src, "t.p4")  # must not treat lookahead<H> as a generic declaration
+
+
+def test_annotations_with_parentheses_and_strings() -> None:
+    src = '@brief("a (nested) \\"quoted\\" note") @name(".top") header h_t { bit<8> a; }\n'
+    prog = parse_text(src, "t.p4")
+    anns = {a.name: a.body for a in prog.decls[0].annotations}
+    assert anns["brief"] == '"a (nested) \\"quoted\\" note"'
+    assert anns["name"] == '".top"'
+
+
+def test_comments_in_odd_places() -> None:
+    src = "header /* a */ h_t /* b */ { bit< /* c */ 8> // d\n a; }\nconst bit<8> X = /* e */ 8w1;\n"
+    prog = parse_text(src, "t.p4")
+    assert len(prog.decls) == 2
+
+
+def test_priority_and_list_are_usable_as_identifiers() -> None:
+    parse_text("struct s { bit<8> priority; bit<8> list; }\n", "t.p4")
+
+
+def test_entries_with_explicit_priorities_parse() -> None:
+    src = """control C(in bit<8> k) {
+    action a() { }
+    table t {
+        key = { k : ternary; }
+        actions = { a; }
+        entries = {
+            priority = 10: 0x01 &&& 0x0f : a();
+            0x02 &&& 0xff : a();
+        }
+    }
+    apply { t.apply(); }
+}
+"""
+    parse_text(src, "t.p4")
+
+
+@pytest.mark.parametrize(
+    "src, line, col",
+    [
+        ("header h_t { bit<8> a }\n", 1, 23),               # missing ';'
+        ("const bit<8> X = 1;\nconst bit<8> Y = X +;\n", 2, 21),
+        ("control C() {\n    apply {\n        if (true) { } else\n    }\n}\n", 4, 5),
+    ],
+)
+def test_syntax_errors_are_located(src: str, line: int, col: int) -> None:
+    with pytest.raises(P4Error) as ei:
+        parse_text(src, "prog.p4")
+    assert str(ei.value).startswith(f"prog.p4:{line}:{col}: error: "), str(ei.value)
+
+
+def test_unterminated_comment_or_bad_character() -> None:
+    with pytest.raises(P4Error) as ei:
+        parse_text("const bit<8> X = 1;\nconst bit<8> Y = `;\n", "prog.p4")
+    assert str(ei.value).startswith("prog.p4:2:18: error:"), str(ei.value)
+
+
+def test_line_markers_map_locations_back_to_the_source() -> None:
+    src = '# 1 "top.p4"\nconst bit<8> X = 1;\n# 7 "inc.p4"\nconst bit<8> Y = ;\n'
+    with pytest.raises(P4Error) as ei:
+        parse_text(src, "pre.p4")
+    assert str(ei.value).startswith("inc.p4:7:"), str(ei.value)
