@@ -223,7 +223,7 @@ def _extract_varbit(P: Packet, h: Any, spec: list, varbits: int | None) -> None:
 def _pack_varbit(h: Any, spec: list) -> bytes:
     acc = 0
     total = 0
-    for attr, w, signed, is_bool in spec:
+    for attr, w, _signed, _is_bool in spec:
         v = getattr(h, attr)
         if w is None:
             val, n = v if isinstance(v, tuple) else (v, 0)
@@ -249,7 +249,8 @@ def generated_globals(program: Any) -> dict[str, Any]:
         "CLASSES": {name: t.cls for name, t in program.classes.items()},
         "_ERRNO": {e: i for i, e in enumerate(program.errors)},
     }
-    for name in ("_invalidate", "_stack_next", "_stack_last", "_stack_at", "_setv", "_union_set_valid", "_union_valid", "_mk",
+    for name in ("_invalidate", "_stack_next", "_stack_last", "_stack_at", "_setv", "_union_set_valid",
+                 "_union_valid", "_mk",
                  "_sext", "_peek", "_advance", "_mark_to_drop", "_hash", "_hash_result", "_csum", "_clone",
                  "_set_flag", "_set_truncate", "_assert", "_extract_varbit", "_pack_varbit"):
         g[name] = globals()[name]

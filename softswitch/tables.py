@@ -65,12 +65,14 @@ class Table:
     # ------------------------------------------------------------------ defaults
     def _reset_default(self) -> None:
         self.default_action = self.spec.default_action
-        self.default_args = dict(zip([n for n, _ in self.params[self.default_action]], self.spec.default_args))
+        names = [n for n, _ in self.params[self.default_action]]
+        self.default_args = dict(zip(names, self.spec.default_args, strict=False))
         self._default_call = (self.action_fns[self.default_action], tuple(self.spec.default_args))
 
     def set_default(self, action: str, args: dict[str, int]) -> None:
         if self.info.default_action_const and action != self.spec.default_action:
-            raise PermissionDenied(f"table {self.name} has a const default action ({self.spec.default_action})")
+            raise PermissionDenied(
+                f"table {self.name} has a const default action ({self.spec.default_action})")
         if action not in self.action_fns:
             raise NotFound(f"action {action} is not an action of table {self.name}")
         if self.allowed.get(action) == "TABLE_ONLY":
@@ -110,7 +112,7 @@ class Table:
         checks: list[tuple[int, int, int]] = []
         ranges: list[tuple[int, int, int]] = []
         plen_total = 0
-        for i, (fname, kind, w) in enumerate(zip(self.field_names, self.kinds, self.widths)):
+        for i, (fname, kind, w) in enumerate(zip(self.field_names, self.kinds, self.widths, strict=False)):
             m = entry.match.get(fname)
             full = (1 << w) - 1
             if m is None:
@@ -180,7 +182,8 @@ class Table:
         norm, checks, ranges, _, plen = self._normalize(entry)
         if self.needs_priority:
             if entry.priority <= 0:
-                raise SwitchError(f"table {self.name} has ternary/range/optional keys: entries need a priority > 0")
+                raise SwitchError(
+                    f"table {self.name} has ternary/range/optional keys: entries need a priority > 0")
             prio = entry.priority
         else:
             prio = 0
@@ -422,6 +425,6 @@ class ValueSet:
 
     def match(self, k: tuple) -> bool:
         for vals, masks in self.members:
-            if all((a & m) == v for a, v, m in zip(k, vals, masks)):
+            if all((a & m) == v for a, v, m in zip(k, vals, masks, strict=False)):
                 return True
         return False

@@ -94,7 +94,8 @@ def test_unknown_type(tmp_path: Path) -> None:
 
 
 def test_unknown_action_in_table(tmp_path: Path) -> None:
-    locals_ = "    table t {\n        key = { hdr.h.a : exact; }\n        actions = { missing_action; }\n    }\n"
+    locals_ = ("    table t {\n        key = { hdr.h.a : exact; }\n"
+               "        actions = { missing_action; }\n    }\n")
     line, _, msg = error_at(tmp_path, ingress("        t.apply();", locals_))
     assert line == HEAD_LINES + 4
     assert "missing_action" in msg
@@ -156,7 +157,8 @@ def test_exit_copies_out_and_out_headers_start_invalid(tmp_path: Path) -> None:
     """The generated code hands inout values back on exit and invalidates out headers."""
     locals_ = ("    action ex(inout bit<8> v) { v = 3; exit; }\n")
     src = ingress("        ex(hdr.h.a);", locals_).replace(
-        "control I(", "void clear(out h_t x) { }\ncontrol I(").replace("ex(hdr.h.a);", "ex(hdr.h.a); clear(hdr.h);")
+        "control I(", "void clear(out h_t x) { }\ncontrol I(").replace(
+        "ex(hdr.h.a);", "ex(hdr.h.a); clear(hdr.h);")
     prog = compile_src(tmp_path, src)
     assert "_ExitWithOuts" in prog.source
     assert "_invalidate(" in prog.source

@@ -16,7 +16,7 @@ from softswitch.compiler.blocks import compile_block
 from softswitch.compiler.codegen import Compiler, ExternSpec, TableSpec, err
 from softswitch.errors import P4Error
 from softswitch.frontend import ast as A
-from softswitch.frontend.parser import parse_file, parse_source
+from softswitch.frontend.parser import parse_file, parse_source  # noqa: F401 (re-exported)
 
 __all__ = ["CompiledProgram", "compile_file", "compile_text", "compile_program", "P4Error"]
 
@@ -52,9 +52,9 @@ class CompiledProgram:
 def compile_file(path: str, include_dirs: Sequence[str] = (), defines: Mapping[str, str] | None = None
                  ) -> CompiledProgram:
     """Preprocess, parse and compile a P4-16 file for the v1model architecture."""
-    from softswitch.preprocess import preprocess
-
     import os
+
+    from softswitch.preprocess import preprocess
 
     if not os.path.exists(path):
         raise P4Error(f"P4 program {path} does not exist")
@@ -111,7 +111,8 @@ class _Build(Compiler):
         if not isinstance(parser_decl, A.ParserDecl):
             raise err("the first V1Switch argument must be a parser", main)
         if len(parser_decl.params) != 4:
-            raise err("the v1model parser takes (packet_in, out H, inout M, inout standard_metadata_t)", parser_decl)
+            raise err("the v1model parser takes (packet_in, out H, inout M, inout standard_metadata_t)",
+                      parser_decl)
         hdr_t = self.resolve_type(parser_decl.params[1].type, self.g)
         meta_t = self.resolve_type(parser_decl.params[2].type, self.g)
         sm_t = self.resolve_type(parser_decl.params[3].type, self.g)
@@ -121,10 +122,11 @@ class _Build(Compiler):
         self.meta_type = meta_t  # type: ignore[assignment]
         self.field_list_paths = _field_lists(meta_t)  # type: ignore[arg-type]
         fns: dict[str, str] = {}
-        for role, (decl, name, args) in zip(V1SWITCH_BLOCKS, block_decls):
+        for role, (decl, name, args) in zip(V1SWITCH_BLOCKS, block_decls, strict=False):
             kind_ok = isinstance(decl, A.ParserDecl) if role == "parser" else isinstance(decl, A.ControlDecl)
             if not kind_ok:
-                raise err(f"V1Switch {role} block must be a {'parser' if role == 'parser' else 'control'}", main)
+                kind = "parser" if role == "parser" else "control"
+                raise err(f"V1Switch {role} block must be a {kind}", main)
             fns[role] = compile_block(self, decl, name, args, self.g)
         self._controller_headers()
         self._actions_info()
@@ -205,7 +207,8 @@ class _Build(Compiler):
                 seen.add(t.default_action)
                 decl, params = self.info_actions[t.default_action]
                 self.info.actions.append(M.ActionInfo(
-                    t.default_action, [M.ActionParam(n, w, i) for i, (n, w, _) in enumerate(params, start=1)]))
+                    t.default_action,
+                    [M.ActionParam(n, w, i) for i, (n, w, _) in enumerate(params, start=1)]))
 
     # -------------------------------------------------------------- module assembly
     def _assemble(self, fns: dict[str, str]) -> str:
@@ -223,8 +226,10 @@ class _Build(Compiler):
                 out.append("    " + ln)
             out.append("")
         ret = ", ".join(f"{k!r}: {v}" for k, v in fns.items())
-        tables = ", ".join(f"{t.p4name!r}: ({t.key_fn}, {{{', '.join(f'{a!r}: {f}' for a, f in t.action_fns.items())}}})"
-                           for t in self.tables)
+        def acts(t: TableSpec) -> str:
+            return ", ".join(f"{a!r}: {f}" for a, f in t.action_fns.items())
+
+        tables = ", ".join(f"{t.p4name!r}: ({t.key_fn}, {{{acts(t)}}})" for t in self.tables)
         out.append(f"    return {{'blocks': {{{ret}}}, 'tables': {{{tables}}}}}")
         return "\n".join(out) + "\n"
 

@@ -7,9 +7,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from softswitch import model as M
 from softswitch.compiler import types as T
 from softswitch.compiler.calls import ordered_args
-from softswitch.compiler.codegen import V, Compiler, Emitter, TableSpec, err, fit
+from softswitch.compiler.codegen import Compiler, Emitter, TableSpec, V, err, fit
 from softswitch.compiler.scope import (
     ActionBind,
     BlockInst,
@@ -24,7 +25,6 @@ from softswitch.compiler.scope import (
     Var,
 )
 from softswitch.compiler.stmts import FnContext, body, stmt
-from softswitch import model as M
 from softswitch.frontend import ast as A
 
 
@@ -66,7 +66,8 @@ def extract_fn(cp: Compiler, t: T.StructLikeT, node: Any) -> str:
     cp.helpers.add(name)
     em = Emitter()
     if _has_varbit(t):
-        spec = [(T.pyname(n), T.serial_width(ft), isinstance(ft, T.BitT) and ft.signed, isinstance(ft, T.BoolT))
+        spec = [(T.pyname(n), T.serial_width(ft), isinstance(ft, T.BitT) and ft.signed,
+                 isinstance(ft, T.BoolT))
                 for n, ft in t.fields]
         em(f"def {name}(P, h, varbits=None):")
         em(f"    _extract_varbit(P, h, {spec!r}, varbits)")
@@ -124,7 +125,8 @@ def emit_fn(cp: Compiler, t: T.StructLikeT, node: Any) -> str:
     cp.helpers.add(name)
     em = Emitter()
     if _has_varbit(t):
-        spec = [(T.pyname(n), T.serial_width(ft), isinstance(ft, T.BitT) and ft.signed, isinstance(ft, T.BoolT))
+        spec = [(T.pyname(n), T.serial_width(ft), isinstance(ft, T.BitT) and ft.signed,
+                 isinstance(ft, T.BoolT))
                 for n, ft in t.fields]
         em(f"def {name}(out, h):")
         em("    if h._v:")
@@ -324,7 +326,7 @@ def compile_block(cp: Compiler, decl: Any, p4name: str, ctor_args: list[A.Arg], 
     if decl.ctor_params:
         args = ordered_args(A.Call(A.NameExpr(decl.name), [], ctor_args, loc=decl.loc), decl.ctor_params,
                             decl.name)
-        for p, a in zip(decl.ctor_params, args):
+        for p, a in zip(decl.ctor_params, args, strict=False):
             pt = cp.resolve_type(p.type, scope)
             if a is None:
                 continue
@@ -440,7 +442,7 @@ def transition(cp: Compiler, s: A.ParserState, scope: Scope, em: Emitter, fns: d
         em("return _REJECT" if tgt == "_REJECT" else f"return {tgt}")
         return
     keys = [cp.value(x, scope, em) for x in tr.exprs]
-    for k, x in zip(keys, tr.exprs):
+    for k, x in zip(keys, tr.exprs, strict=False):
         if isinstance(k.type, T.IntT):
             raise err("select keys need a known width", x)
     kvars = []
@@ -464,7 +466,7 @@ def transition(cp: Compiler, s: A.ParserState, scope: Scope, em: Emitter, fns: d
                 continue
             raise err(f"select case has {len(ks)} values for {len(keys)} keys", case)
         conds = []
-        for kv, k, x in zip(kvars, keys, ks):
+        for kv, k, x in zip(kvars, keys, ks, strict=False):
             c = keyset_cond(cp, kv, k.type, x, scope)
             if c is not None:
                 conds.append(c)
@@ -642,7 +644,7 @@ def finish_table(cp: Compiler, d: A.TableDecl, scope: Scope, p4name: str, code: 
         else:
             raise err(f"table {d.name} has no default_action and NoAction is not declared", d)
         dconst = False
-    for pname_w, val in zip(action_params[dname], dargs):
+    for _pname_w, _val in zip(action_params[dname], dargs, strict=False):
         pass
     if len(dargs) != len(action_params[dname]):
         raise err(f"default action {dname} of table {d.name} needs {len(action_params[dname])} arguments", d)
@@ -684,7 +686,8 @@ def finish_table(cp: Compiler, d: A.TableDecl, scope: Scope, p4name: str, code: 
                 ks = ks * len(kinds)
             if len(ks) != len(kinds):
                 raise err(f"entry has {len(ks)} key values, table {d.name} has {len(kinds)} keys", ent)
-            mvals = [_entry_match(cp, x, kind, w, scope) for x, kind, w in zip(ks, kinds, widths)]
+            mvals = [_entry_match(cp, x, kind, w, scope)
+                     for x, kind, w in zip(ks, kinds, widths, strict=False)]
             aname, aargs = _action_call(cp, ent.action, scope, d)
             if aname not in action_fns:
                 raise err(f"action {aname} is not in the actions of table {d.name}", ent)
@@ -704,11 +707,12 @@ def finish_table(cp: Compiler, d: A.TableDecl, scope: Scope, p4name: str, code: 
                 prio = (n - i) * delta if largest_wins else 1 + i * delta
             prev_prio = prio
             entries.append((mvals, aname, aargs, prio))
-    is_const = entries_prop is not None and (entries_prop.is_const or all(e.is_const for e in entries_prop.value))
+    is_const = entries_prop is not None and (
+        entries_prop.is_const or all(e.is_const for e in entries_prop.value))
     idann = A.find_annotation(d.annotations, "id")
     info = M.TableInfo(
         name=p4name, match_fields=mfs, action_refs=arefs, size=size, default_action=dname,
-        default_action_args={n: v for (n, _), v in zip(action_params[dname], dargs)},
+        default_action_args={n: v for (n, _), v in zip(action_params[dname], dargs, strict=False)},
         default_action_const=dconst, is_const_table=is_const and entries_prop is not None,
         has_initial_entries=entries_prop is not None, direct_counter=dcounter, direct_meter=dmeter,
         implementation=impl, idle_timeout=idle, id=int(idann.body, 0) if idann else None,
@@ -759,7 +763,8 @@ def _action_call(cp: Compiler, e: Any, scope: Scope, table: Any) -> tuple[str, l
         raise err(f"{name} is not an action", e)
     cparams = [p for p in b.decl.params if p.direction == ""]
     vals = []
-    for p, a in zip(cparams, args[len(b.decl.params) - len(cparams):] if len(args) > len(cparams) else args):
+    cargs = args[len(b.decl.params) - len(cparams):] if len(args) > len(cparams) else args
+    for p, a in zip(cparams, cargs, strict=False):
         pt = cp.resolve_type(p.type, b.scope)
         v = cp.value(a, scope, Emitter(), want=pt)
         if not v.is_const:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from softswitch.compiler import types as T
-from softswitch.compiler.codegen import V, Compiler, Emitter, err
+from softswitch.compiler.codegen import Compiler, Emitter, V, err
 from softswitch.compiler.scope import ActionBind, BlockInst, ExternFuncBind, ExternInst, FuncBind, Scope, Var
 from softswitch.frontend import ast as A
 
@@ -128,10 +128,11 @@ def bind_args(cp: Compiler, params: list[A.Param], args: list[A.Expr | None], ps
     """Argument code in order, and the (lvalue, type) pairs to copy scalar out/inout results to."""
     codes: list[str] = []
     outs: list[tuple[A.Expr, T.Type]] = []
-    for p, a in zip(params, args):
+    for p, a in zip(params, args, strict=False):
         pt = cp.resolve_type(p.type, pscope)
         if a is None:
-            codes.append(repr(T.default_value(pt)) if not isinstance(pt, (T.StructLikeT, T.StackT)) else "None")
+            composite = isinstance(pt, (T.StructLikeT, T.StackT))
+            codes.append("None" if composite else repr(T.default_value(pt)))
             continue
         scalar = not isinstance(pt, (T.StructLikeT, T.StackT))
         if p.direction in ("out", "inout"):
@@ -201,7 +202,7 @@ def call_block(cp: Compiler, b: BlockInst, e: A.Call, scope: Scope, em: Emitter)
     codes: list[str] = []
     outs: list[tuple[A.Expr, T.Type]] = []
     inner = cp.blocks[b.fn]
-    for p, a in zip(params, args):
+    for p, a in zip(params, args, strict=False):
         pt = cp.resolve_type(p.type, inner)
         if isinstance(pt, T.ExternT) and pt.extern_name in ("packet_in", "packet_out"):
             continue  # the packet is implicit

@@ -16,16 +16,12 @@ from typing import Any
 from softswitch.compiler import types as T
 from softswitch.compiler.scope import (
     ActionBind,
-    BlockInst,
     Const,
     ExternFuncBind,
-    ExternInst,
     FuncBind,
     Scope,
-    StateBind,
     TableBind,
     TypeBind,
-    ValueSetBind,
     Var,
 )
 from softswitch.errors import P4Error
@@ -260,7 +256,8 @@ class Compiler:
             key = id(d)
             if key in self.struct_types:
                 return self.struct_types[key]
-            kind = {A.HeaderDecl: "header", A.HeaderUnionDecl: "header_union", A.StructDecl: "struct"}[type(d)]
+            kind = {A.HeaderDecl: "header", A.HeaderUnionDecl: "header_union",
+                    A.StructDecl: "struct"}[type(d)]
             st = T.StructLikeT(kind, d.name, [], d.annotations)
             st.cls_name = f"{'H' if kind == 'header' else 'S'}_{self.safe(d.name)}_{len(self.struct_types)}"
             self.struct_types[key] = st
@@ -276,7 +273,8 @@ class Compiler:
             if kind == "header":
                 w = st.bit_width()
                 if w is not None and w % 8 != 0:
-                    raise err(f"header {d.name} is {w} bits long; bmv2 and this switch need a multiple of 8", d)
+                    raise err(f"header {d.name} is {w} bits long; bmv2 and this switch need a multiple of 8",
+                              d)
             self.class_types[st.cls_name] = st
             return st
         if isinstance(d, A.EnumDecl):
@@ -286,7 +284,7 @@ class Compiler:
             if not isinstance(ut, T.BitT):
                 raise err("serializable enum needs a bit<> or int<> underlying type", d)
             vals = {}
-            for m, e in zip(d.members, d.values or []):
+            for m, e in zip(d.members, d.values or [], strict=False):
                 vals[m] = fit(self.const_int(e, scope), ut)
             return T.EnumT(d.name, list(d.members), ut, vals)
         if isinstance(d, A.TypedefDecl):
@@ -491,8 +489,8 @@ class Compiler:
             return f"((({code}) + {h:#x} & {t.mask:#x}) - {h:#x})"
         return f"(({code}) & {t.mask:#x})"
 
-    def unify(self, l: V, r: V, e: Any, op: str) -> T.Type:
-        lt, rt = l.type, r.type
+    def unify(self, lv: V, r: V, e: Any, op: str) -> T.Type:
+        lt, rt = lv.type, r.type
         if isinstance(lt, T.IntT) and isinstance(rt, T.IntT):
             return T.INT
         if isinstance(lt, T.IntT):
@@ -518,42 +516,42 @@ class Compiler:
     def x_Binary(self, e: A.Binary, scope, em, want) -> V:
         op = e.op
         if op in ("&&", "||"):
-            l = self.value(e.left, scope, em)
+            lv = self.value(e.left, scope, em)
             r = self.value(e.right, scope, em)
-            for x, side in ((l, e.left), (r, e.right)):
+            for x, side in ((lv, e.left), (r, e.right)):
                 if not isinstance(x.type, T.BoolT):
                     raise err(f"{op} needs bool operands, not {x.type}", side)
-            if l.is_const and r.is_const:
-                val = (l.const and r.const) if op == "&&" else (l.const or r.const)
+            if lv.is_const and r.is_const:
+                val = (lv.const and r.const) if op == "&&" else (lv.const or r.const)
                 return V(repr(val), T.BOOL, val)
             py = "and" if op == "&&" else "or"
-            return V(f"({l.code} {py} {r.code})", T.BOOL)
-        l = self.value(e.left, scope, em)
-        r = self.value(e.right, scope, em, want=l.type if not isinstance(l.type, T.IntT) else None)
-        if isinstance(l.type, T.IntT) and not isinstance(r.type, T.IntT) and l.is_const and want is None:
+            return V(f"({lv.code} {py} {r.code})", T.BOOL)
+        lv = self.value(e.left, scope, em)
+        r = self.value(e.right, scope, em, want=lv.type if not isinstance(lv.type, T.IntT) else None)
+        if isinstance(lv.type, T.IntT) and not isinstance(r.type, T.IntT) and lv.is_const and want is None:
             pass
         if op == "++":
-            return self.concat(l, r, e)
+            return self.concat(lv, r, e)
         if op in ("<<", ">>"):
-            return self.shift(l, r, op, e)
-        t = self.unify(l, r, e, op)
+            return self.shift(lv, r, op, e)
+        t = self.unify(lv, r, e, op)
         if op in ("==", "!=", "<", ">", "<=", ">="):
             if op not in ("==", "!=") and not isinstance(t, (T.BitT, T.IntT)):
                 raise err(f"{op} needs integer operands, not {t}", e)
-            lc = self.coerce(l, t, e.left)
+            lc = self.coerce(lv, t, e.left)
             rc = self.coerce(r, t, e.right)
-            if l.is_const and r.is_const:
-                val = _CMP[op](l.const, r.const)
+            if lv.is_const and r.is_const:
+                val = _CMP[op](lv.const, r.const)
                 return V(repr(val), T.BOOL, val)
             return V(f"({lc} {op} {rc})", T.BOOL)
         if not isinstance(t, (T.BitT, T.IntT)):
             raise err(f"{op} needs integer operands, not {t}", e)
-        if l.is_const and r.is_const:
-            val = self.fold(op, l.const, r.const, t, e)
+        if lv.is_const and r.is_const:
+            val = self.fold(op, lv.const, r.const, t, e)
             return V(repr(val), t, val)
         if isinstance(t, T.IntT):
             raise err(f"operands of {op} need a known width", e)
-        lc = self.coerce(l, t, e.left)
+        lc = self.coerce(lv, t, e.left)
         rc = self.coerce(r, t, e.right)
         if op in ("&", "|", "^"):
             return V(f"({lc} {op} {rc})", t)
@@ -599,45 +597,45 @@ class Compiler:
             val = {"+": a + b, "-": a - b, "*": a * b, "&": a & b, "|": a | b, "^": a ^ b}[op]
         return fit(val, t) if isinstance(t, T.BitT) else val
 
-    def shift(self, l: V, r: V, op: str, e: Any) -> V:
-        lt = l.type
+    def shift(self, lv: V, r: V, op: str, e: Any) -> V:
+        lt = lv.type
         if isinstance(r.type, T.BitT) and r.type.signed:
             raise err("shift amount must be unsigned", e.right)
         if isinstance(r.type, T.IntT) and r.is_const and r.const < 0:
             raise err("shift amount must not be negative", e.right)
         if isinstance(lt, T.IntT):
-            if not (l.is_const and r.is_const):
+            if not (lv.is_const and r.is_const):
                 raise err("left operand of a shift needs a known width", e.left)
-            val = l.const << r.const if op == "<<" else l.const >> r.const
+            val = lv.const << r.const if op == "<<" else lv.const >> r.const
             return V(repr(val), T.INT, val)
         if not isinstance(lt, T.BitT):
             raise err(f"cannot shift a value of type {lt}", e)
         w = lt.width
         if r.is_const:
             n = r.const
-            if l.is_const:
-                val = fit(l.const << n, lt) if op == "<<" else l.const >> n
+            if lv.is_const:
+                val = fit(lv.const << n, lt) if op == "<<" else lv.const >> n
                 return V(repr(val), lt, val)
             if op == "<<":
                 if n >= w:
                     return V("0", lt, None)
-                return V(self.wrap(f"{l.code} << {n}", lt), lt)
+                return V(self.wrap(f"{lv.code} << {n}", lt), lt)
             if n >= w:
-                return V(f"(-1 if {l.code} < 0 else 0)" if lt.signed else "0", lt)
-            return V(f"({l.code} >> {n})", lt)
+                return V(f"(-1 if {lv.code} < 0 else 0)" if lt.signed else "0", lt)
+            return V(f"({lv.code} >> {n})", lt)
         if op == "<<":
-            return V(f"({self.wrap(f'{l.code} << {r.code}', lt)} if {r.code} < {w} else 0)", lt)
-        return V(f"({l.code} >> {r.code})", lt)
+            return V(f"({self.wrap(f'{lv.code} << {r.code}', lt)} if {r.code} < {w} else 0)", lt)
+        return V(f"({lv.code} >> {r.code})", lt)
 
-    def concat(self, l: V, r: V, e: Any) -> V:
-        lt, rt = l.type, r.type
+    def concat(self, lv: V, r: V, e: Any) -> V:
+        lt, rt = lv.type, r.type
         if not isinstance(lt, T.BitT) or not isinstance(rt, T.BitT):
             raise err(f"++ needs bit<> or int<> operands with known widths, not {lt} and {rt}", e)
         t = T.BitT(lt.width + rt.width, lt.signed)
-        lc = l.code if not lt.signed else f"({l.code} & {lt.mask:#x})"
+        lc = lv.code if not lt.signed else f"({lv.code} & {lt.mask:#x})"
         rc = r.code if not rt.signed else f"({r.code} & {rt.mask:#x})"
-        if l.is_const and r.is_const:
-            val = fit(((l.const & lt.mask) << rt.width) | (r.const & rt.mask), t)
+        if lv.is_const and r.is_const:
+            val = fit(((lv.const & lt.mask) << rt.width) | (r.const & rt.mask), t)
             return V(repr(val), t, val)
         code = f"(({lc} << {rt.width}) | {rc})"
         if t.signed:

@@ -7,7 +7,7 @@ from typing import Any
 
 from softswitch.compiler import types as T
 from softswitch.compiler.calls import TABLE_RESULT
-from softswitch.compiler.codegen import V, Compiler, Emitter, err
+from softswitch.compiler.codegen import Compiler, Emitter, V, err
 from softswitch.compiler.scope import ActionBind, Const, Scope, Var
 from softswitch.frontend import ast as A
 

@@ -250,7 +250,7 @@ class Stack:
         return s
 
     def _set(self, other: "Stack") -> None:
-        for a, b in zip(self.h, other.h):
+        for a, b in zip(self.h, other.h, strict=False):
             a._set(b)
         self.nxt = other.nxt
 
@@ -291,7 +291,7 @@ def make_class(t: StructLikeT) -> type:
     set_lines = []
     eq_terms = []
     ns: dict[str, Any] = {"Stack": Stack}
-    for (fname, ftype), attr in zip(t.fields, names):
+    for (_fname, ftype), attr in zip(t.fields, names, strict=False):
         default = _default_expr(ftype, ns, attr)
         init_lines.append(f"    self.{attr} = {default}")
         if isinstance(ftype, (StructLikeT, StackT)):
@@ -306,13 +306,14 @@ def make_class(t: StructLikeT) -> type:
         copy_lines.insert(0, "    n._v = self._v")
         set_lines.insert(0, "    self._v = o._v")
     cls_name = t.cls_name or ("H_" + t.type_name)
-    src = [f"def __init__(self):"] + (init_lines or ["    pass"])
+    src = ["def __init__(self):"] + (init_lines or ["    pass"])
     src += ["def _copy(self):", f"    n = {cls_name}.__new__({cls_name})"] + copy_lines + ["    return n"]
     src += ["def _set(self, o):"] + (set_lines or ["    pass"])
     if t.is_header:
         # two headers are equal when both are invalid, or both valid with equal fields
         eq = " and ".join(eq_terms) or "True"
-        src += ["def __eq__(self, o):", f"    return (not self._v and not o._v) or (self._v == o._v and {eq})"]
+        src += ["def __eq__(self, o):",
+                f"    return (not self._v and not o._v) or (self._v == o._v and {eq})"]
     else:
         src += ["def __eq__(self, o):", f"    return {' and '.join(eq_terms) or 'True'}"]
     body = "\n".join(src)

@@ -45,7 +45,8 @@ def parse_text(text: str, filename: str = "<input>") -> A.Program:
         loc = stream.locations[tok.start_pos]
         expected = sorted(_pretty(x) for x in e.expected)[:8]
         raise P4Error(
-            f"syntax error at {tok.value!r}; expected one of: {', '.join(expected)}", loc.file, loc.line, loc.col
+            f"syntax error at {tok.value!r}; expected one of: {', '.join(expected)}",
+            loc.file, loc.line, loc.col,
         ) from None
     except UnexpectedInput as e:
         raise P4Error(f"syntax error: {e}", filename) from None
@@ -57,7 +58,8 @@ def parse_text(text: str, filename: str = "<input>") -> A.Program:
         raise
 
 
-def parse_file(path: str, include_dirs: Sequence[str] = (), defines: Mapping[str, str] | None = None) -> A.Program:
+def parse_file(path: str, include_dirs: Sequence[str] = (),
+               defines: Mapping[str, str] | None = None) -> A.Program:
     """Preprocess and parse a P4-16 source file."""
     from softswitch.preprocess import preprocess
 
@@ -289,7 +291,8 @@ class _ToAst(Transformer):
         anns, rest = _split(c)
         members = rest[3]
         return self._at(
-            A.EnumDecl(str(rest[2]), [m for m, _ in members], rest[1], [v for _, v in members], self._anns(anns)),
+            A.EnumDecl(str(rest[2]), [m for m, _ in members], rest[1], [v for _, v in members],
+                       self._anns(anns)),
             rest[0],
         )
 
@@ -407,7 +410,8 @@ class _ToAst(Transformer):
         name, tparams, params, ctor, body = self._split_header(rest)
         locals_ = [x for x in body if not isinstance(x, A.ParserState)]
         states = [x for x in body if isinstance(x, A.ParserState)]
-        return self._at(A.ParserDecl(str(name), tparams, params, ctor, locals_, states, self._anns(anns)), rest[0])
+        decl = A.ParserDecl(str(name), tparams, params, ctor, locals_, states, self._anns(anns))
+        return self._at(decl, rest[0])
 
     def parser_state(self, c):
         anns, rest = _split(c)
@@ -451,7 +455,8 @@ class _ToAst(Transformer):
     # ---- controls
     def control_decl(self, c):
         anns, rest = _split(c)
-        apply_idx = next(i for i, x in enumerate(rest) if isinstance(x, Token) and x.type == "APPLY" and i > 1)
+        apply_idx = next(i for i, x in enumerate(rest)
+                         if isinstance(x, Token) and x.type == "APPLY" and i > 1)
         head = rest[:apply_idx]
         body_block = rest[apply_idx + 1]
         name, tparams, params, ctor, locals_ = self._split_header(head)
@@ -531,7 +536,8 @@ class _ToAst(Transformer):
     # ---- statements
     def block(self, c):
         anns, rest = _split(c)
-        node = A.Block([s for s in rest if s is not None and not isinstance(s, A.EmptyStmt)], self._anns(anns))
+        stmts = [s for s in rest if s is not None and not isinstance(s, A.EmptyStmt)]
+        node = A.Block(stmts, self._anns(anns))
         return self._at(node, anns, rest)
 
     def assignment(self, c):
