@@ -1,0 +1,400 @@
+"""Errors reach the user clearly, through the user-facing entry points, and nothing dies:
+
+* a malformed STF line: `python -m softswitch.stf` exits 2 with `file:line: ...`;
+* a P4 type error, an unsupported construct, a missing file: `python -m softswitch.p4info`
+  exits 2 with `file:line:col: error: ...` (or a one-line message), never a traceback;
+* bad P4Runtime requests (wrong bit width, unknown table id, non-primary write, a device config
+  that does not compile): a gRPC status with a reason, and the server keeps serving the pipeline
+  it had;
+* malformed frames (empty, truncated, garbage, oversized) through `Switch.process_packet`.
+"""
+
+from __future__ import annotations
+
+import queue
+import random
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import grpc
+import pytest
+from google.rpc import code_pb2, status_pb2
+from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
+
+from softswitch import api
+from softswitch.compiler import compile_file, compile_text
+from softswitch.p4info import build_p4info
+from softswitch.p4runtime_server import P4RuntimeServer
+from softswitch.switch import Switch
+
+REPO = Path(__file__).resolve().parent.parent
+P4_FILE = REPO / "tests" / "p4" / "p4rt_basic.p4"
+ECHO_P4 = REPO / "tests" / "p4" / "runner" / "echo.p4"
+CPU_PORT = 64
+
+# Ethernet + IPv4 10.0.1.1 -> 10.0.2.2 (correct header checksum) + 8 bytes of payload
+IPV4_FRAME = bytes.fromhex(
+    "00000000000200000000000108004500001c00010000401163ce0a0001010a000202" + "0000000000000000"
+)
+# what p4rt_basic.p4 makes of it with the entry below: new MACs, TTL 63, checksum updated
+IPV4_FORWARDED = bytes.fromhex(
+    "00000000000a00000000000208004500001c000100003f1164ce0a0001010a000202" + "0000000000000000"
+)
+
+
+def lpm_entry(ingress_port: int = 1) -> api.TableEntry:
+    """ipv4_lpm: from `ingress_port`, 10.0.2.0/24 -> port 2 with destination MAC 0x0a."""
+    return api.TableEntry(
+        "MyIngress.ipv4_lpm",
+        {
+            "standard_metadata.ingress_port": api.Exact(ingress_port),
+            "hdr.ipv4.dstAddr": api.Lpm(0x0A000200, 24),
+        },
+        "MyIngress.ipv4_forward",
+        {"dstAddr": 0x0A, "port": 2},
+    )
+
+
+def cli(module: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", module, *args], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
+
+
+# --- STF --------------------------------------------------------------------------------------
+
+MALFORMED_STF = [  # (line, what the message must say)
+    ("bogus 1", "unknown command 'bogus'"),
+    ("packet 1 zz", "bad packet data: unexpected 'Z'"),
+    ("packet x aa", "expected a decimal port number, got 'x'"),
+    ("packet 1 0a0", "odd number of hex digits"),
+    ("expect 1 0a0g", "bad packet data: unexpected 'G'"),
+    ("add MyIngress.fwd dstAddr:1 set_port(port:1", "expected an action call"),
+    ("mc_node_create", "expected 'mc_node_create <n> <n> ...'"),
+    ("check_counter pkts(3) packets ~= 2", "expected 'check_counter <name>"),
+    ("register_write pkts 0 1", "no register named 'pkts'"),
+    ("wait 5", "wait takes no arguments"),
+]
+
+
+def test_malformed_stf_lines_exit_2_with_file_and_line(tmp_path):
+    """One run over one STF file per malformed line (each preceded by a comment and a blank
+    line, so the error is on line 3), plus a good file that still passes."""
+    paths = []
+    for i, (line, _) in enumerate(MALFORMED_STF):
+        p = tmp_path / f"m{i}.stf"
+        p.write_text(f"# a comment\n\n{line}\npacket 1 aa\nexpect 1 aa\n")
+        paths.append(p)
+    good = tmp_path / "good.stf"
+    good.write_text("packet 1 aa\nexpect 1 aa\n")
+    proc = cli("softswitch.stf", str(ECHO_P4), *map(str, paths), str(good))
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    for p, (line, message) in zip(paths, MALFORMED_STF, strict=True):
+        assert f"{p}:3: " in proc.stderr, line
+        (reported,) = [x for x in proc.stderr.splitlines() if x.startswith(f"{p}:3: ")]
+        assert message in reported, (line, reported)
+    assert f"PASS {good}" in proc.stdout
+
+
+def test_stf_cli_missing_files(tmp_path):
+    good = tmp_path / "good.stf"
+    good.write_text("packet 1 aa\nexpect 1 aa\n")
+    proc = cli("softswitch.stf", str(tmp_path / "nope.p4"), str(good))
+    assert proc.returncode == 2 and "nope.p4" in proc.stderr and "Traceback" not in proc.stderr
+    proc = cli("softswitch.stf", str(ECHO_P4), str(tmp_path / "nope.stf"))
+    assert proc.returncode == 2 and "nope.stf" in proc.stderr and "Traceback" not in proc.stderr
+
+
+# --- P4 source errors -------------------------------------------------------------------------
+
+PROGRAM = """#include <core.p4>
+#include <v1model.p4>
+{decls}
+header h_t {{ bit<8> f; bit<16> g; }}
+struct headers_t {{ h_t h; }}
+struct meta_t {{ }}
+parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {{
+    state start {{ pkt.extract(hdr.h); transition accept; }}
+}}
+control VC(inout headers_t hdr, inout meta_t meta) {{ apply {{ }} }}
+control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {{
+    action a(bit<9> p) {{ sm.egress_spec = p; }}
+{body}
+}}
+control E(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {{ apply {{ }} }}
+control CC(inout headers_t hdr, inout meta_t meta) {{ apply {{ }} }}
+control D(packet_out pkt, in headers_t hdr) {{ apply {{ pkt.emit(hdr.h); }} }}
+V1Switch(P(), VC(), I(), E(), CC(), D()) main;
+"""
+
+BAD_PROGRAMS = {  # name: (decls, body of control I, line:col of the error, message)
+    "type_error_width": ("", "    apply { hdr.h.f = hdr.h.g; }", "13:13", "bit<16>"),
+    "type_error_condition": ("", "    apply { if (hdr.h.f) { a(1); } }", "13:17", "bool"),
+    "unknown_field": ("", "    apply { hdr.h.nosuch = 1; }", "13:13", "nosuch"),
+    "action_profile": (
+        "",
+        "    action_profile(32w128) ap;\n"
+        "    table t { key = { hdr.h.f: exact; } actions = { a; } implementation = ap; }\n"
+        "    apply { t.apply(); }",
+        "14:",
+        "not supported",
+    ),
+    "unknown_extern": (
+        "extern Foo {\n    Foo();\n    void bar();\n}",
+        "    Foo() foo;\n    apply { foo.bar(); }",
+        "16:5",
+        "extern Foo is not supported",
+    ),
+    "syntax_error": ("", "    apply { hdr.h.f = ; }", "13:", "error"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_PROGRAMS))
+def test_p4_errors_exit_2_with_file_line_col(tmp_path, name):
+    decls, body, where, message = BAD_PROGRAMS[name]
+    prog = tmp_path / f"{name}.p4"
+    prog.write_text(PROGRAM.format(decls=decls, body=body))
+    out = tmp_path / "out.txt"
+    proc = cli("softswitch.p4info", str(prog), "--out", str(out))
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith(f"{prog}:{where}"), line
+    assert ": error: " in line and message in line
+    assert not out.exists()
+
+
+def test_p4_template_compiles():
+    """The template itself is a good program (so the errors above come from the changes)."""
+    ok = PROGRAM.format(decls="", body="    apply { a(2); }")
+    sw = Switch(compile_text(ok, "ok.p4"))
+    assert sw.process_packet(1, b"\x01\x00\x02xyz") == [(2, b"\x01\x00\x02xyz")]
+
+
+def test_missing_p4_file(tmp_path):
+    out = tmp_path / "out.txt"
+    proc = cli("softswitch.p4info", str(tmp_path / "missing.p4"), "--out", str(out))
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert f"{tmp_path / 'missing.p4'}" in proc.stderr and "does not exist" in proc.stderr
+    assert not out.exists()
+
+
+# --- P4Runtime ------------------------------------------------------------------------------
+
+
+class Client:
+    """A raw P4Runtime client: its own stream, arbitration with `election_id`."""
+
+    def __init__(self, port: int, election_id: int):
+        self.channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+        self.stub = p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
+        self.election_id = election_id
+        self._out: queue.Queue = queue.Queue()
+        self.incoming: queue.Queue = queue.Queue()
+        self.stream = self.stub.StreamChannel(iter(self._out.get, None))
+        threading.Thread(target=self._recv, daemon=True).start()
+        req = p4runtime_pb2.StreamMessageRequest()
+        req.arbitration.device_id = 1
+        req.arbitration.election_id.low = election_id
+        self._out.put(req)
+
+    def _recv(self):
+        try:
+            for msg in self.stream:
+                self.incoming.put(msg)
+        except grpc.RpcError as e:
+            self.incoming.put(e)
+
+    def next(self, timeout: float = 3):
+        return self.incoming.get(timeout=timeout)
+
+    def write(self, *updates) -> None:
+        req = p4runtime_pb2.WriteRequest(device_id=1)
+        req.election_id.low = self.election_id
+        req.updates.extend(updates)
+        self.stub.Write(req)
+
+    def set_pipeline(self, source: bytes, p4info) -> None:
+        Req = p4runtime_pb2.SetForwardingPipelineConfigRequest
+        r = Req(device_id=1, action=Req.VERIFY_AND_COMMIT)
+        r.election_id.low = self.election_id
+        r.config.p4info.CopyFrom(p4info)
+        r.config.p4_device_config = source
+        self.stub.SetForwardingPipelineConfig(r)
+
+    def close(self):
+        self._out.put(None)
+        self.channel.close()
+
+
+def error_details(err: grpc.RpcError) -> list[p4runtime_pb2.Error]:
+    for key, value in err.trailing_metadata():
+        if key == "grpc-status-details-bin":
+            out = []
+            for d in status_pb2.Status.FromString(value).details:
+                e = p4runtime_pb2.Error()
+                assert d.Unpack(e)
+                out.append(e)
+            return out
+    raise AssertionError("no grpc-status-details-bin trailer")
+
+
+@pytest.fixture
+def p4rt():
+    """A P4RuntimeServer whose loader compiles the device config as P4 source (with the
+    compiler's default file name), p4rt_basic.p4 pushed by a primary client."""
+    info = build_p4info(compile_file(str(P4_FILE)).info)
+    sent: list[tuple[int, bytes]] = []
+    server = P4RuntimeServer(
+        None,
+        load_pipeline=lambda config, p4info: Switch(compile_text(config.decode()), cpu_port=CPU_PORT),
+        send_packets=sent.extend,
+    )
+    port = server.start("127.0.0.1:0")
+    primary = Client(port, election_id=10)
+    try:
+        assert primary.next().arbitration.status.code == code_pb2.OK
+        primary.set_pipeline(P4_FILE.read_bytes(), info)
+        yield server, port, primary, info
+    finally:
+        primary.close()
+        server.stop()
+
+
+def ids(info) -> tuple[int, int, dict[str, int]]:
+    table = next(t for t in info.tables if t.preamble.name == "MyIngress.ipv4_lpm")
+    actions = {a.preamble.name: a.preamble.id for a in info.actions}
+    return table.preamble.id, actions["MyIngress.ipv4_forward"], actions
+
+
+def lpm_update(info, port_param: bytes = b"\x02", ingress: bytes = b"\x01", table_id: int | None = None):
+    """An INSERT of lpm_entry() in P4Runtime form, with the given bytestrings."""
+    tid, fwd, _ = ids(info)
+    upd = p4runtime_pb2.Update(type=p4runtime_pb2.Update.INSERT)
+    te = upd.entity.table_entry
+    te.table_id = tid if table_id is None else table_id
+    te.match.add(field_id=1).exact.value = ingress
+    lpm = te.match.add(field_id=2).lpm
+    lpm.value = bytes([10, 0, 2, 0])
+    lpm.prefix_len = 24
+    te.action.action.action_id = fwd
+    te.action.action.params.add(param_id=1, value=b"\x0a")
+    te.action.action.params.add(param_id=2, value=port_param)
+    return upd
+
+
+def test_bad_p4runtime_requests_get_a_status_and_the_server_keeps_serving(p4rt):
+    server, port, primary, info = p4rt
+    switch = server.switch
+    tid, _, _ = ids(info)
+
+    # wrong bit width: 0x200 in the 9-bit port parameter, 0x200 in the 9-bit ingress_port key
+    for upd in (lpm_update(info, port_param=b"\x02\x00"), lpm_update(info, ingress=b"\x02\x00")):
+        with pytest.raises(grpc.RpcError) as err:
+            primary.write(upd)
+        (e,) = error_details(err.value)
+        assert e.canonical_code == code_pb2.INVALID_ARGUMENT and "does not fit in 9 bits" in e.message
+
+    # unknown table id
+    with pytest.raises(grpc.RpcError) as err:
+        primary.write(lpm_update(info, table_id=tid ^ 0x5A5A))
+    (e,) = error_details(err.value)
+    assert e.canonical_code == code_pb2.NOT_FOUND and "table" in e.message
+
+    # a read of an unknown table id
+    req = p4runtime_pb2.ReadRequest(device_id=1)
+    req.entities.add().table_entry.table_id = tid ^ 0x5A5A
+    with pytest.raises(grpc.RpcError) as err:
+        list(primary.stub.Read(req))
+    assert err.value.code() == grpc.StatusCode.NOT_FOUND and str(tid ^ 0x5A5A) in err.value.details()
+
+    # a write from a client that is not the primary
+    backup = Client(port, election_id=3)
+    try:
+        assert backup.next().arbitration.status.code == code_pb2.ALREADY_EXISTS  # not primary
+        with pytest.raises(grpc.RpcError) as err:
+            backup.write(lpm_update(info))
+        assert err.value.code() == grpc.StatusCode.PERMISSION_DENIED and "primary" in err.value.details()
+    finally:
+        backup.close()
+
+    assert switch.read_entries("MyIngress.ipv4_lpm") == []  # none of them changed anything
+    primary.write(lpm_update(info))  # a good request still works
+    assert switch.read_entries("MyIngress.ipv4_lpm") == [lpm_entry()]
+    with server.lock:
+        assert switch.process_packet(1, IPV4_FRAME) == [(2, IPV4_FORWARDED)]
+
+
+def _with_line_replaced(source: str, old: str, new: str) -> tuple[bytes, int]:
+    """`source` with the first line containing `old` replaced by `new`; and that line's number."""
+    lines = source.splitlines(keepends=True)
+    (n,) = [i for i, line in enumerate(lines) if old in line][:1]
+    lines[n] = new + "\n"
+    return "".join(lines).encode(), n + 1
+
+
+AP_LINE = "register<bit<32>>(16) last_seen;"
+AP_DECL = "    register<bit<32>>(16) last_seen; action_profile(32w4) ap;"
+ACL_AP = ("counters = acl_counter;", "        counters = acl_counter; implementation = ap;")
+
+
+@pytest.mark.parametrize(
+    "edits, message",
+    [
+        ([("hdr.ipv4.ttl = hdr.ipv4.ttl - 1;", "        hdr.ipv4.ttl = hdr.ipv4.ttl - ;")], "syntax error"),
+        ([("hdr.ipv4.ttl = hdr.ipv4.ttl - 1;", "        hdr.ipv4.ttl = hdr.ipv4.srcAddr;")], "bit<32>"),
+        ([(AP_LINE, AP_DECL), ACL_AP], "not supported"),
+    ],
+    ids=["syntax", "type", "action_profile"],
+)
+def test_device_config_that_does_not_compile(p4rt, edits, message):
+    """INVALID_ARGUMENT with the compiler's file:line (of the last edit); the old pipeline stays,
+    with its entries."""
+    server, _port, primary, info = p4rt
+    switch = server.switch
+    primary.write(lpm_update(info))
+    bad = P4_FILE.read_bytes()
+    for old, new in edits:
+        bad, line = _with_line_replaced(bad.decode(), old, new)
+    with pytest.raises(grpc.RpcError) as err:
+        primary.set_pipeline(bad, info)
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    details = err.value.details()
+    assert f"<device config>:{line}:" in details and "error:" in details and message in details, details
+    assert server.switch is switch and len(switch.read_entries("MyIngress.ipv4_lpm")) == 1
+    with server.lock:
+        assert switch.process_packet(1, IPV4_FRAME) == [(2, IPV4_FORWARDED)]
+    # and the good program still loads (a fresh switch, entries gone)
+    primary.set_pipeline(P4_FILE.read_bytes(), info)
+    assert server.switch is not switch and server.switch.read_entries("MyIngress.ipv4_lpm") == []
+
+
+# --- malformed packets --------------------------------------------------------------------------
+
+
+def test_switch_survives_malformed_frames():
+    sw = Switch(compile_file(str(P4_FILE)), cpu_port=CPU_PORT)
+    sw.insert_entry(lpm_entry())
+    rng = random.Random(7)
+    frames = [
+        b"",
+        b"\x00",
+        IPV4_FRAME[:13],  # less than an Ethernet header
+        IPV4_FRAME[:14],  # Ethernet says IPv4, no IPv4 header
+        IPV4_FRAME[:33],  # IPv4 header cut one byte short
+        bytes(rng.randrange(256) for _ in range(1500)),
+        b"\xff" * 9000,
+    ]
+    for port in (1, CPU_PORT, 0):  # CPU_PORT: parsed as a packet_out header first
+        for frame in frames:
+            out = sw.process_packet(port, frame)
+            assert isinstance(out, list)
+            assert all(isinstance(p, int) and isinstance(d, bytes) for p, d in out)
+    assert sw.counter_read("MyIngress.port_counter", 1)[1] == len(frames)  # all went through ingress
+    assert sw.process_packet(1, IPV4_FRAME) == [(2, IPV4_FORWARDED)]
+    # from the CPU port, the packet_out header (egress_port 3) still steers a good frame
+    assert sw.packet_out(IPV4_FRAME, {"egress_port": 3, "_pad": 0}) == [(3, IPV4_FRAME)]
