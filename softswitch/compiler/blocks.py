@@ -556,6 +556,10 @@ def finish_table(cp: Compiler, d: A.TableDecl, scope: Scope, p4name: str, code: 
             kc, w = v.code, t.underlying.width
         elif isinstance(t, T.ErrorT):
             kc, w = f"_ERRNO[{v.code}]", 32
+        elif isinstance(t, T.EnumT):
+            # p4c gives bmv2 plain enums as 32-bit member indices in declaration order
+            index = {f"{t.enum_name}.{m}": i for i, m in enumerate(t.members)}
+            kc, w = f"{index!r}[{v.code}]", 32
         else:
             raise err(f"table key of type {t} is not supported", k.expr)
         if k.match_kind == "selector":
@@ -806,6 +810,8 @@ def _entry_match(cp: Compiler, x: A.Expr, kind: str, w: int, scope: Scope) -> An
     v = cp.value(x, scope, Emitter(), want=kt)
     if isinstance(v.const, bool):
         val = int(v.const)
+    elif isinstance(v.type, T.EnumT) and v.type.underlying is None and isinstance(v.const, str):
+        val = v.type.members.index(v.const.split(".", 1)[1])
     else:
         val = _const_of(cp, v, v.type if isinstance(v.type, T.BitT) else kt, x)
         if isinstance(v.type, T.EnumT) and v.type.underlying is None:

@@ -425,6 +425,12 @@ class Compiler:
 
     def x_Index(self, e: A.Index, scope, em, want) -> V:
         base = self.value(e.expr, scope, em)
+        if isinstance(base.type, T.TupleT):  # tuples (Python tuples) take constant indexes
+            i = self.const_int(e.index, scope)
+            if not 0 <= i < len(base.type.elements):
+                raise err(f"index {i} out of range for {base.type}", e)
+            et = base.type.elements[i]
+            return V(f"{base.code}[{i}]", et, base.const[i] if isinstance(base.const, tuple) else None)
         if not isinstance(base.type, T.StackT):
             raise err(f"cannot index a value of type {base.type}", e)
         idx = self.value(e.index, scope, em)
