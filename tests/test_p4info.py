@@ -424,3 +424,11 @@ def test_digest_of_a_list_expression():
     (d,) = msg.digests
     assert d.preamble.name == "learn_t"
     assert [m.name for m in msg.type_info.structs["learn_t"].members] == ["mac", "port"]
+    # and the switch sends it with the list's values in the struct's fields
+    from softswitch.switch import Switch
+
+    sw = Switch(compile_text(DIGEST_LIST_P4, "digest_list.p4"))
+    got = []
+    sw.add_digest_handler(lambda name, msgs: got.append((name, msgs)))
+    sw.process_packet(5, bytes.fromhex("000000000001" + "0a0b0c0d0e0f" + "88b5"))
+    assert got == [("learn_t", [{"mac": 0x0A0B0C0D0E0F, "port": 5}])]
