@@ -2,37 +2,33 @@
 
 Markers (declared in pyproject.toml):
 - `netns`: needs root and `ip netns`; skipped with the reason when unavailable.
-- `needs_switch`: needs `softswitch.switch`; skipped until the module exists.
 - `stf`: P4 packet tests; `make bmv2-test` runs only these.
 
 Fixtures:
 - `netns_ok`: skips the test unless namespaces work here.
-- `netns`: a fresh network namespace (`tests.netns.NetNS`), deleted after the test.
+- `netns`: a fresh network namespace (`topologies.netns.NetNS`), deleted after the test.
 - `veth_ns`: a veth pair whose `ns_if` end is inside a fresh namespace and whose `host_if` end
   is in the root namespace (where the switch opens it); both deleted after the test.
 """
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
-from topologies.netns import NetNS, VethPair, cleanup_all, create_namespace, create_veth_pair, netns_unavailable
 
-
-def _switch_missing() -> bool:
-    try:
-        return importlib.util.find_spec("softswitch.switch") is None
-    except ImportError:
-        return True
+from topologies.netns import (
+    NetNS,
+    VethPair,
+    cleanup_all,
+    create_namespace,
+    create_veth_pair,
+    netns_unavailable,
+)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     netns_reason: str | None = None
     netns_checked = False
     for item in items:
-        if item.get_closest_marker("needs_switch") and _switch_missing():
-            item.add_marker(pytest.mark.skip(reason="softswitch.switch does not exist yet"))
         if item.get_closest_marker("netns"):
             if not netns_checked:  # probing creates a namespace: do it once, and only if needed
                 netns_reason, netns_checked = netns_unavailable(), True

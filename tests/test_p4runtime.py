@@ -26,7 +26,7 @@ from softswitch.switch import Switch
 P4_FILE = Path(__file__).parent / "p4" / "p4rt_basic.p4"
 CPU_PORT = 64
 
-sh = pytest.importorskip("p4runtime_sh.shell")
+import p4runtime_sh.shell as sh  # noqa: E402
 from p4runtime_sh.p4runtime import P4RuntimeWriteException  # noqa: E402
 
 

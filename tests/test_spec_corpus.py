@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("softswitch.switch")
-stf = pytest.importorskip("softswitch.stf")
+from softswitch import stf
 
 pytestmark = pytest.mark.stf
 

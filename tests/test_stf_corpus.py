@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("softswitch.switch")
-stf = pytest.importorskip("softswitch.stf")
+from softswitch import stf
 
 pytestmark = pytest.mark.stf
 
@@ -26,7 +25,9 @@ def test_corpus_is_complete() -> None:
     programs = {p.stem for p in FEATURES.glob("*.p4")}
     tests = {p.stem for p in STF_FILES}
     assert len(tests) >= 25
-    assert programs == tests, f"without .stf: {sorted(programs - tests)}; without .p4: {sorted(tests - programs)}"
+    assert programs == tests, (
+        f"without .stf: {sorted(programs - tests)}; without .p4: {sorted(tests - programs)}"
+    )
 
 
 @pytest.mark.parametrize("stf_path", STF_FILES, ids=[p.stem for p in STF_FILES])
