@@ -1,9 +1,12 @@
-"""The feature corpus: every tests/p4/features/<name>.stf runs against <name>.p4 on the software
-switch (softswitch.stf.run_stf) and must pass.
+"""The P4 packet-test corpora, run on the software switch (softswitch.stf.run_stf):
 
-Each program checks one P4-16 / v1model concern; the expected packets were computed by hand
-following the P4-16 specification and bmv2 simple_switch semantics (see the comments in each
-.stf file and tests/p4/features/README.md).
+- tests/p4/features: one P4-16 / v1model concern per program;
+- tests/p4/spec: programs written the way third-party programs are (p4c's p4_16_samples, the
+  P4 tutorials), checking language and v1model idioms.
+
+Every <name>.stf runs against <name>.p4 and must pass. The expected packets were computed by
+hand following the P4-16 specification and bmv2 simple_switch semantics (see the comments in
+each .stf file and tests/p4/features/README.md).
 """
 
 from __future__ import annotations
@@ -16,22 +19,24 @@ from softswitch import stf
 
 pytestmark = pytest.mark.stf
 
-FEATURES = Path(__file__).parent / "p4" / "features"
-STF_FILES = sorted(FEATURES.glob("*.stf"))
+P4_DIR = Path(__file__).parent / "p4"
+CORPORA = {"features": 25, "spec": 10}  # folder -> minimum number of programs
+STF_FILES = sorted(f for corpus in CORPORA for f in (P4_DIR / corpus).glob("*.stf"))
 
 
-def test_corpus_is_complete() -> None:
+@pytest.mark.parametrize("corpus", sorted(CORPORA))
+def test_corpus_is_complete(corpus: str) -> None:
     """Every program has a test and every test a program, and the corpus is not empty."""
-    programs = {p.stem for p in FEATURES.glob("*.p4")}
-    tests = {p.stem for p in STF_FILES}
-    assert len(tests) >= 25
+    folder = P4_DIR / corpus
+    programs = {p.stem for p in folder.glob("*.p4")}
+    tests = {p.stem for p in folder.glob("*.stf")}
+    assert len(tests) >= CORPORA[corpus]
     assert programs == tests, (
         f"without .stf: {sorted(programs - tests)}; without .p4: {sorted(tests - programs)}"
     )
 
 
-@pytest.mark.parametrize("stf_path", STF_FILES, ids=[p.stem for p in STF_FILES])
-def test_feature(stf_path: Path) -> None:
-    program = stf_path.with_suffix(".p4")
-    result = stf.run_stf(str(program), str(stf_path))
+@pytest.mark.parametrize("stf_path", STF_FILES, ids=[f"{p.parent.name}/{p.stem}" for p in STF_FILES])
+def test_program(stf_path: Path) -> None:
+    result = stf.run_stf(str(stf_path.with_suffix(".p4")), str(stf_path))
     assert result.ok, f"{stf_path.name} failed:\n" + "\n".join(result.failures)

@@ -55,6 +55,13 @@ def _conv_out(expr: str, ft: T.Type, w: int) -> str:
     return expr
 
 
+def _varbit_spec(t: T.StructLikeT) -> list[tuple[str, int | None, bool, bool]]:
+    """(attribute, width or None for the varbit field, signed, bool) per field, for the slow
+    bit-level extract/emit of headers with a varbit field (runtime._extract_varbit/_pack_varbit)."""
+    return [(T.pyname(n), T.serial_width(ft), isinstance(ft, T.BitT) and ft.signed, isinstance(ft, T.BoolT))
+            for n, ft in t.fields]
+
+
 def _has_varbit(t: T.StructLikeT) -> bool:
     return any(isinstance(ft, T.VarbitT) for _, ft in t.fields)
 
@@ -66,9 +73,7 @@ def extract_fn(cp: Compiler, t: T.StructLikeT, node: Any) -> str:
     cp.helpers.add(name)
     em = Emitter()
     if _has_varbit(t):
-        spec = [(T.pyname(n), T.serial_width(ft), isinstance(ft, T.BitT) and ft.signed,
-                 isinstance(ft, T.BoolT))
-                for n, ft in t.fields]
+        spec = _varbit_spec(t)
         em(f"def {name}(P, h, varbits=None):")
         em(f"    _extract_varbit(P, h, {spec!r}, varbits)")
         emit_function(cp, em.lines)
@@ -125,9 +130,7 @@ def emit_fn(cp: Compiler, t: T.StructLikeT, node: Any) -> str:
     cp.helpers.add(name)
     em = Emitter()
     if _has_varbit(t):
-        spec = [(T.pyname(n), T.serial_width(ft), isinstance(ft, T.BitT) and ft.signed,
-                 isinstance(ft, T.BoolT))
-                for n, ft in t.fields]
+        spec = _varbit_spec(t)
         em(f"def {name}(out, h):")
         em("    if h._v:")
         em(f"        out.append(_pack_varbit(h, {spec!r}))")
