@@ -9,7 +9,6 @@ import sys
 import time
 
 import pytest
-from topologies.netns import NetNS, VethPair, create_veth_pair
 
 from softswitch.ports import (
     AfPacketPort,
@@ -19,6 +18,7 @@ from softswitch.ports import (
     PortSet,
     parse_port_spec,
 )
+from topologies.netns import NetNS, VethPair, create_veth_pair
 
 ETHERTYPE = 0x88B5  # IEEE "local experimental": nothing else on the veth uses it
 IFF_UP, IFF_PROMISC = 0x1, 0x100
