@@ -20,11 +20,10 @@ from softswitch.compiler.scope import (
     Scope,
     StateBind,
     TableBind,
-    TypeBind,
     ValueSetBind,
     Var,
 )
-from softswitch.compiler.stmts import FnContext, body, stmt
+from softswitch.compiler.stmts import FnContext, stmt
 from softswitch.frontend import ast as A
 
 
@@ -234,10 +233,9 @@ def ensure_function(cp: Compiler, b: FuncBind) -> str:
     b.fn = f"f_{cp.safe(proto.name)}_{cp.uid('')}"
     scope = Scope(b.scope, kind="function")
     names = bind_params(cp, proto.params, b.scope, scope, "p_")
-    fc = FnContext(outs=scalar_outs(cp, proto.params, b.scope, "p_"), returns_value=True)
-    fc.ret_type = cp.resolve_type(proto.return_type, b.scope)  # type: ignore[attr-defined]
-    if isinstance(fc.ret_type, T.VoidT):  # type: ignore[attr-defined]
-        fc.ret_type = None  # type: ignore[attr-defined]
+    ret_type = cp.resolve_type(proto.return_type, b.scope)
+    fc = FnContext(outs=scalar_outs(cp, proto.params, b.scope, "p_"),
+                   ret_type=None if isinstance(ret_type, T.VoidT) else ret_type)
     em = Emitter()
     em(f"def {b.fn}(c{''.join(', ' + n for n in names)}):")
     with em.indent(), exit_copies_out(em, fc.outs):
@@ -351,7 +349,6 @@ def compile_block(cp: Compiler, decl: Any, p4name: str, ctor_args: list[A.Arg], 
     slots = ["P"] + [n for n in names]
     ctx = f"Ctx_{fn}"
     slot_list: list[str] = []
-    cp.ctx_slots[ctx] = slot_list
     em_init = Emitter()
     em_init.level = 1
     fc_ctl = FnContext(local_prefix="c.l_")
@@ -637,7 +634,6 @@ def finish_table(cp: Compiler, d: A.TableDecl, scope: Scope, p4name: str, code: 
         dname, dargs = _action_call(cp, dprop.value, scope, d)
         if dname not in action_fns:
             # p4c requires default actions to be listed; NoAction is implicit only when listed
-            b = scope.lookup(dname.split(".")[-1]) if "." in dname else scope.lookup(dname)
             raise err(f"default action {dname} of table {d.name} is not in its actions list", dprop)
         dconst = dprop.is_const
     else:
@@ -651,8 +647,6 @@ def finish_table(cp: Compiler, d: A.TableDecl, scope: Scope, p4name: str, code: 
         else:
             raise err(f"table {d.name} has no default_action and NoAction is not declared", d)
         dconst = False
-    for _pname_w, _val in zip(action_params[dname], dargs, strict=False):
-        pass
     if len(dargs) != len(action_params[dname]):
         raise err(f"default action {dname} of table {d.name} needs {len(action_params[dname])} arguments", d)
 
@@ -832,6 +826,3 @@ def _entry_match(cp: Compiler, x: A.Expr, kind: str, w: int, scope: Scope) -> An
         return api.Optional_(val)
     raise err(f"match kind {kind} is not supported", x)
 
-
-__all__ = ["compile_block", "finish_table", "extract_fn", "emit_fn", "lookahead_fn", "ensure_action",
-           "ensure_function", "TypeBind", "FuncBind", "V", "body", "Var"]

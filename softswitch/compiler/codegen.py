@@ -534,8 +534,6 @@ class Compiler:
             return V(f"({lv.code} {py} {r.code})", T.BOOL)
         lv = self.value(e.left, scope, em)
         r = self.value(e.right, scope, em, want=lv.type if not isinstance(lv.type, T.IntT) else None)
-        if isinstance(lv.type, T.IntT) and not isinstance(r.type, T.IntT) and lv.is_const and want is None:
-            pass
         if op == "++":
             return self.concat(lv, r, e)
         if op in ("<<", ">>"):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from softswitch.compiler.types import Type
@@ -91,7 +91,6 @@ class Scope:
         self.parent = parent
         self.kind = kind
         self.names: dict[str, Any] = {}
-        self.extra: dict[str, Any] = field(default_factory=dict) if False else {}
 
     def lookup(self, name: str) -> Any:
         if name.startswith("."):

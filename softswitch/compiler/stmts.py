@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from softswitch.compiler import types as T
-from softswitch.compiler.calls import TABLE_RESULT
 from softswitch.compiler.codegen import Compiler, Emitter, V, err
 from softswitch.compiler.scope import ActionBind, Const, Scope, Var
 from softswitch.frontend import ast as A
@@ -17,7 +15,7 @@ class FnContext:
     """What a `return` in the current Python function must produce."""
 
     outs: list[str] = field(default_factory=list)  # Python locals of scalar out/inout params
-    returns_value: bool = False
+    ret_type: T.Type | None = None  # a function's return type (None: void, actions, controls)
     in_parser: bool = False
     local_prefix: str = "v_"  # where block-level variables live ("v_" locals or "c.l_" context slots)
 
@@ -103,8 +101,8 @@ def stmt(cp: Compiler, s: A.Stmt, scope: Scope, em: Emitter, fc: FnContext) -> N
         em("raise _EXIT")
     elif isinstance(s, A.Return):
         if s.value is not None:
-            v = cp.value(s.value, scope, em, want=fc_ret_type(fc))
-            val = cp.coerce(v, fc_ret_type(fc), s.value) if fc_ret_type(fc) is not None else v.code
+            v = cp.value(s.value, scope, em, want=fc.ret_type)
+            val = cp.coerce(v, fc.ret_type, s.value) if fc.ret_type is not None else v.code
         else:
             val = "None"
         if fc.outs:
@@ -127,10 +125,6 @@ def stmt(cp: Compiler, s: A.Stmt, scope: Scope, em: Emitter, fc: FnContext) -> N
         switch_stmt(cp, s, scope, em, fc)
     else:
         raise err(f"unsupported statement {type(s).__name__}", s)
-
-
-def fc_ret_type(fc: FnContext) -> Any:
-    return getattr(fc, "ret_type", None)
 
 
 def body(cp: Compiler, s: A.Stmt, scope: Scope, em: Emitter, fc: FnContext) -> None:
@@ -180,7 +174,6 @@ def switch_stmt(cp: Compiler, s: A.Switch, scope: Scope, em: Emitter, fc: FnCont
     em(f"{tmp} = {v.code}")
     pending: list[str] = []
     first = True
-    has_default = False
     for case in s.cases:
         if isinstance(case.label, A.DefaultExpr):
             label = None
@@ -197,9 +190,6 @@ def switch_stmt(cp: Compiler, s: A.Switch, scope: Scope, em: Emitter, fc: FnCont
                 raise err("switch labels must be compile-time constants", case.label)
             label = cp.coerce(lv, v.type, case.label)
         if label is None:
-            has_default = True
-            if pending:
-                pass
             if case.body is None:
                 raise err("the default label needs a body", case)
             if first:
@@ -220,9 +210,6 @@ def switch_stmt(cp: Compiler, s: A.Switch, scope: Scope, em: Emitter, fc: FnCont
             body(cp, case.body, scope, em, fc)
         pending = []
         first = False
-    del has_default
     if first:
         em("pass")
 
-
-__all__ = ["FnContext", "assign_code", "stmt", "body", "lvalue", "TABLE_RESULT"]
