@@ -17,6 +17,7 @@ from typing import Any, Mapping, Sequence
 from softswitch import api
 from softswitch.api import CloneSession, NotFound, Replica, SwitchError
 from softswitch.compiler import CompiledProgram, compile_file
+from softswitch.compiler.types import serial_width
 from softswitch.runtime import AssertionFailed, ExitSignal, Packet, ParserError
 from softswitch.tables import Counter, DirectMeter, Meter, Register, Table, ValueSet
 
@@ -286,8 +287,6 @@ class Switch:
         if self._pkt_out is not None:
             acc, total = 0, 0
             for fname, ft in self._pkt_out.fields:
-                from softswitch.compiler.types import serial_width
-
                 w = serial_width(ft) or 0
                 v = int(metadata.get(fname, 0))
                 if v < 0 or v >> w:
@@ -417,8 +416,6 @@ class Switch:
         outputs.append((port, data))
 
     def _deliver_packet_in(self, data: bytes) -> None:
-        from softswitch.compiler.types import serial_width
-
         assert self._pkt_in is not None
         widths = [(n, serial_width(ft) or 0) for n, ft in self._pkt_in.fields]
         total = sum(w for _, w in widths) // 8
