@@ -1,0 +1,132 @@
+"""Wire format of in-switch gradient aggregation (docs/protocol.md is the authority).
+
+Two encodings of the same bytes: ``struct``/NumPy for the hot path (the aggregation client),
+and scapy layers (:class:`AggHeader`, :class:`AggValues`) for tests and debugging. Both mirror
+``p4/include/headers.p4`` field for field; ``tests/test_agg_protocol.py`` checks that the
+constants here match the P4 program's.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from dataclasses import dataclass
+
+import numpy as np
+from scapy.fields import ByteField, FieldListField, IntField, ShortField, SignedIntField, XByteField
+from scapy.layers.inet import UDP
+from scapy.packet import Packet, bind_layers
+
+AGG_UDP_PORT = 47000
+VALUES_PER_PACKET = 32
+HEADER_BYTES = 28
+VALUES_BYTES = 4 * VALUES_PER_PACKET
+UDP_LEN_HEADER_ONLY = 8 + HEADER_BYTES
+UDP_LEN_FULL = 8 + HEADER_BYTES + VALUES_BYTES
+MAX_WORKERS = 32  # worker_bitmap_t is 32 bits
+POOL_SLOTS = 1024  # AGG_POOL_SLOTS: slots shared by all jobs of one switch
+MAX_JOBS = 256
+
+OP_DATA = 1
+OP_RESULT = 2
+OP_STALE = 3
+OP_NAMES = {OP_DATA: "DATA", OP_RESULT: "RESULT", OP_STALE: "STALE"}
+FLAG_RETX = 0x01
+
+# agg_rejected counter indexes (AGG_REJECT_* in p4/include/types.p4)
+REJECT_REASONS = ("malformed", "unknown_job", "not_member", "bad_slot", "bad_op")
+
+EXP_BIAS = 128  # next_exp = e + 128 where |values| < 2**e; 0 means "all zeros"
+
+# op, flags, job_id, worker_id, slot, round, next_exp, reserved, count, bitmap, chunk,
+# version_lo, version_hi -- network byte order
+HEADER_STRUCT = struct.Struct("!BBBBHHBBHIIII")
+assert HEADER_STRUCT.size == HEADER_BYTES
+VALUES_DTYPE = np.dtype(">i4")
+
+
+@dataclass(slots=True)
+class AggHeaderFields:
+    """The 28-byte aggregation header, decoded."""
+
+    op: int
+    flags: int
+    job_id: int
+    worker_id: int
+    slot: int
+    round: int
+    next_exp: int
+    count: int
+    bitmap: int
+    chunk: int
+    version_lo: int
+    version_hi: int
+
+    def pack(self) -> bytes:
+        return HEADER_STRUCT.pack(
+            self.op, self.flags, self.job_id, self.worker_id, self.slot, self.round & 0xFFFF,
+            self.next_exp, 0, self.count, self.bitmap, self.chunk, self.version_lo, self.version_hi,
+        )
+
+    @classmethod
+    def unpack(cls, data: bytes | memoryview) -> AggHeaderFields:
+        if len(data) < HEADER_BYTES:
+            raise ValueError(f"aggregation header needs {HEADER_BYTES} bytes, got {len(data)}")
+        (op, flags, job_id, worker_id, slot, rnd, next_exp, _reserved, count, bitmap, chunk,
+         version_lo, version_hi) = HEADER_STRUCT.unpack_from(data)
+        return cls(op, flags, job_id, worker_id, slot, rnd, next_exp, count, bitmap, chunk,
+                   version_lo, version_hi)
+
+
+def block_exponent(block: np.ndarray) -> int:
+    """Biased exponent b such that every |x| in ``block`` is < 2**(b - EXP_BIAS); 0 if all zero."""
+    peak = float(np.max(np.abs(block))) if block.size else 0.0
+    if peak == 0.0:
+        return 0
+    if not math.isfinite(peak):
+        raise ValueError("tensor holds NaN or infinity; it cannot be aggregated in fixed point")
+    _, e = math.frexp(peak)  # peak = m * 2**e with 0.5 <= m < 1, so peak < 2**e
+    return max(1, min(255, e + EXP_BIAS))
+
+
+def scale_for(biased_exp: int, num_contributions: int) -> float:
+    """Fixed-point scale for a block: the sum of ``num_contributions`` values below 2**e stays
+    below 2**30, so int32 cannot overflow (one bit of headroom for rounding)."""
+    if biased_exp == 0:
+        return 1.0
+    headroom = max(0, math.ceil(math.log2(max(1, num_contributions))))
+    return math.ldexp(1.0, 30 - (biased_exp - EXP_BIAS) - headroom)
+
+
+# ---- scapy layers (tests and debugging; the client encodes with struct/NumPy) ----
+
+class AggHeader(Packet):
+    name = "InnetAgg"
+    fields_desc = [
+        ByteField("op", OP_DATA),
+        XByteField("flags", 0),
+        ByteField("job_id", 0),
+        ByteField("worker_id", 0),
+        ShortField("slot", 0),
+        ShortField("round", 0),
+        ByteField("next_exp", 0),
+        ByteField("reserved", 0),
+        ShortField("count", 1),
+        IntField("bitmap", 0),
+        IntField("chunk", 0),
+        IntField("version_lo", 0),
+        IntField("version_hi", 0),
+    ]
+
+
+class AggValues(Packet):
+    name = "InnetAggValues"
+    fields_desc = [
+        FieldListField("values", [0] * VALUES_PER_PACKET, SignedIntField("v", 0),
+                       count_from=lambda _pkt: VALUES_PER_PACKET),
+    ]
+
+
+bind_layers(UDP, AggHeader, dport=AGG_UDP_PORT)
+bind_layers(UDP, AggHeader, sport=AGG_UDP_PORT)
+bind_layers(AggHeader, AggValues)

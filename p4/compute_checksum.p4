@@ -1,0 +1,20 @@
+/*
+ * compute_checksum.p4 -- IPv4 header checksum after TTL and address rewrites. Aggregation
+ * packets carry UDP checksum 0 (allowed for IPv4), so the UDP checksum is not computed.
+ */
+#ifndef INNET_COMPUTE_CHECKSUM_P4
+#define INNET_COMPUTE_CHECKSUM_P4
+
+#include "include/headers.p4"
+
+control InnetComputeChecksum(inout headers_t hdr, inout metadata_t meta) {
+    apply {
+        update_checksum(hdr.ipv4.isValid(),
+            { hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.diffserv, hdr.ipv4.total_len,
+              hdr.ipv4.identification, hdr.ipv4.flags, hdr.ipv4.frag_offset, hdr.ipv4.ttl,
+              hdr.ipv4.protocol, hdr.ipv4.src_addr, hdr.ipv4.dst_addr },
+            hdr.ipv4.hdr_checksum, HashAlgorithm.csum16);
+    }
+}
+
+#endif

@@ -1,0 +1,111 @@
+/*
+ * headers.p4 -- packet headers and metadata of innet.p4. The scapy layers in
+ * host_agents/agg_protocol.py mirror these field for field (docs/protocol.md).
+ */
+#ifndef INNET_HEADERS_P4
+#define INNET_HEADERS_P4
+
+#include "types.p4"
+
+header ethernet_h {
+    mac_addr_t dst_addr;
+    mac_addr_t src_addr;
+    bit<16>    ether_type;
+}
+
+header ipv4_h {
+    bit<4>      version;
+    bit<4>      ihl;
+    bit<8>      diffserv;
+    bit<16>     total_len;
+    bit<16>     identification;
+    bit<3>      flags;
+    bit<13>     frag_offset;
+    bit<8>      ttl;
+    bit<8>      protocol;
+    bit<16>     hdr_checksum;
+    ipv4_addr_t src_addr;
+    ipv4_addr_t dst_addr;
+}
+
+header udp_h {
+    bit<16> src_port;
+    bit<16> dst_port;
+    bit<16> length;
+    bit<16> checksum;
+}
+
+// Aggregation header, 28 bytes (docs/protocol.md).
+header agg_h {
+    bit<8>          op;          // AGG_OP_*
+    bit<8>          flags;       // AGG_FLAG_*
+    job_id_t        job_id;
+    worker_id_t     worker_id;   // sender's id within the job (a child switch's id at its parent)
+    bit<16>         slot;        // slot within the job's range
+    bit<16>         round;       // use count of the slot; round % 2 picks the shadow cell
+    bit<8>          next_exp;    // biased block exponent for the slot's next round (max on the way)
+    bit<8>          reserved;
+    bit<16>         count;       // contributions held by the values (1 from a worker)
+    worker_bitmap_t bitmap;      // RESULT: members whose contribution is in the values
+    bit<32>         chunk;       // tensor offset in packets; carried, not interpreted
+    bit<32>         version_lo;  // oldest model version among the contributions
+    bit<32>         version_hi;  // newest model version among the contributions
+}
+
+// The values: AGG_VALUES_PER_PACKET two's-complement int32 (register arithmetic is on bit<32>,
+// which wraps exactly as int32 does). The list macro generates one field/register/step per value.
+#define AGG_VALUE_LIST(X) \
+    X(00) X(01) X(02) X(03) X(04) X(05) X(06) X(07) \
+    X(08) X(09) X(10) X(11) X(12) X(13) X(14) X(15) \
+    X(16) X(17) X(18) X(19) X(20) X(21) X(22) X(23) \
+    X(24) X(25) X(26) X(27) X(28) X(29) X(30) X(31)
+
+#define AGG_VALUE_FIELD(i) bit<32> v##i;
+header agg_values_h {
+    AGG_VALUE_LIST(AGG_VALUE_FIELD)
+}
+
+struct headers_t {
+    ethernet_h   ethernet;
+    ipv4_h       ipv4;
+    udp_h        udp;
+    agg_h        agg;
+    agg_values_h agg_values;
+}
+
+// Per-packet state of the aggregation controls.
+struct agg_meta_t {
+    bit<2>          emit;          // AGG_EMIT_*
+    worker_id_t     reply_member;  // member that a unicast reply goes to
+    // the job (agg_jobs) and, on a child switch, its parent (agg_parent)
+    bit<1>          bad_slot;
+    bit<16>         threshold;
+    bit<16>         mgid;
+    mac_addr_t      switch_mac;
+    ipv4_addr_t     switch_ip;
+    bit<1>          is_child;
+    mac_addr_t      parent_mac;
+    ipv4_addr_t     parent_ip;
+    port_t          parent_port;
+    worker_id_t     id_at_parent;
+    bit<32>         cell;          // register index: (slot_base + slot) * 2 + round % 2
+    worker_bitmap_t worker_bit;
+    // outcome of the state registers
+    bit<1>          new_round;
+    bit<1>          stale;
+    bit<1>          duplicate;
+    bit<1>          counted;
+    bit<1>          completes;
+    bit<1>          complete;
+    bit<1>          final;
+    // how the value registers are updated: new = (old & keep) + (v & add)
+    bit<2>          mode;
+    bit<32>         keep_mask;
+    bit<32>         add_mask;
+}
+
+struct metadata_t {
+    agg_meta_t agg;
+}
+
+#endif

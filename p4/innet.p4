@@ -1,0 +1,44 @@
+/*
+ * innet.p4 -- the innet-drl data plane (v1model): plain L2/L3 forwarding plus in-switch
+ * gradient aggregation; the replay function joins it in a later control.
+ * Thin by design: each function lives in its own control file.
+ */
+#include <core.p4>
+#include <v1model.p4>
+
+#include "include/headers.p4"
+#include "parser.p4"
+#include "verify_checksum.p4"
+#include "forwarding.p4"
+#include "aggregation.p4"
+#include "aggregation_egress.p4"
+#include "compute_checksum.p4"
+#include "deparser.p4"
+
+control InnetIngress(inout headers_t hdr, inout metadata_t meta,
+                     inout standard_metadata_t standard_metadata) {
+    Forwarding() forwarding;
+    Aggregation() aggregation;
+
+    apply {
+        if (hdr.ipv4.isValid() && standard_metadata.checksum_error == 1) {
+            mark_to_drop(standard_metadata);
+        } else if (hdr.udp.isValid() && hdr.udp.dst_port == AGG_UDP_PORT) {
+            aggregation.apply(hdr, meta, standard_metadata);
+        } else {
+            forwarding.apply(hdr, meta, standard_metadata);
+        }
+    }
+}
+
+control InnetEgress(inout headers_t hdr, inout metadata_t meta,
+                    inout standard_metadata_t standard_metadata) {
+    AggregationEgress() aggregation_egress;
+
+    apply {
+        aggregation_egress.apply(hdr, meta, standard_metadata);
+    }
+}
+
+V1Switch(InnetParser(), InnetVerifyChecksum(), InnetIngress(), InnetEgress(),
+         InnetComputeChecksum(), InnetDeparser()) main;

@@ -1,0 +1,48 @@
+/*
+ * parser.p4 -- Ethernet / IPv4 / UDP, then the aggregation header on AGG_UDP_PORT.
+ * A packet that is too short or has the wrong UDP length is not dropped here: ingress sees the
+ * headers it has and rejects it with a counted reason.
+ */
+#ifndef INNET_PARSER_P4
+#define INNET_PARSER_P4
+
+#include "include/headers.p4"
+
+parser InnetParser(packet_in pkt, out headers_t hdr, inout metadata_t meta,
+                   inout standard_metadata_t standard_metadata) {
+    state start {
+        pkt.extract(hdr.ethernet);
+        transition select(hdr.ethernet.ether_type) {
+            ETHERTYPE_IPV4: parse_ipv4;
+            default: accept;
+        }
+    }
+    state parse_ipv4 {
+        pkt.extract(hdr.ipv4);
+        // IP options and fragments are forwarded but never parsed further.
+        transition select(hdr.ipv4.ihl, hdr.ipv4.frag_offset, hdr.ipv4.protocol) {
+            (5, 0, IP_PROTO_UDP): parse_udp;
+            default: accept;
+        }
+    }
+    state parse_udp {
+        pkt.extract(hdr.udp);
+        transition select(hdr.udp.dst_port) {
+            AGG_UDP_PORT: parse_agg;
+            default: accept;
+        }
+    }
+    state parse_agg {
+        pkt.extract(hdr.agg);
+        transition select(hdr.udp.length) {
+            AGG_UDP_LEN_FULL: parse_agg_values;
+            default: accept;
+        }
+    }
+    state parse_agg_values {
+        pkt.extract(hdr.agg_values);
+        transition accept;
+    }
+}
+
+#endif
