@@ -64,18 +64,43 @@ class AggHeaderFields:
 
     def pack(self) -> bytes:
         return HEADER_STRUCT.pack(
-            self.op, self.flags, self.job_id, self.worker_id, self.slot, self.round & 0xFFFF,
-            self.next_exp, 0, self.count, self.bitmap, self.chunk, self.version_lo, self.version_hi,
+            self.op,
+            self.flags,
+            self.job_id,
+            self.worker_id,
+            self.slot,
+            self.round & 0xFFFF,
+            self.next_exp,
+            0,
+            self.count,
+            self.bitmap,
+            self.chunk,
+            self.version_lo,
+            self.version_hi,
         )
 
     @classmethod
     def unpack(cls, data: bytes | memoryview) -> AggHeaderFields:
         if len(data) < HEADER_BYTES:
             raise ValueError(f"aggregation header needs {HEADER_BYTES} bytes, got {len(data)}")
-        (op, flags, job_id, worker_id, slot, rnd, next_exp, _reserved, count, bitmap, chunk,
-         version_lo, version_hi) = HEADER_STRUCT.unpack_from(data)
-        return cls(op, flags, job_id, worker_id, slot, rnd, next_exp, count, bitmap, chunk,
-                   version_lo, version_hi)
+        (
+            op,
+            flags,
+            job_id,
+            worker_id,
+            slot,
+            rnd,
+            next_exp,
+            _reserved,
+            count,
+            bitmap,
+            chunk,
+            version_lo,
+            version_hi,
+        ) = HEADER_STRUCT.unpack_from(data)
+        return cls(
+            op, flags, job_id, worker_id, slot, rnd, next_exp, count, bitmap, chunk, version_lo, version_hi
+        )
 
 
 def block_exponent(block: np.ndarray) -> int:
@@ -100,6 +125,7 @@ def scale_for(biased_exp: int, num_contributions: int) -> float:
 
 # ---- scapy layers (tests and debugging; the client encodes with struct/NumPy) ----
 
+
 class AggHeader(Packet):
     name = "InnetAgg"
     fields_desc = [
@@ -122,8 +148,12 @@ class AggHeader(Packet):
 class AggValues(Packet):
     name = "InnetAggValues"
     fields_desc = [
-        FieldListField("values", [0] * VALUES_PER_PACKET, SignedIntField("v", 0),
-                       count_from=lambda _pkt: VALUES_PER_PACKET),
+        FieldListField(
+            "values",
+            [0] * VALUES_PER_PACKET,
+            SignedIntField("v", 0),
+            count_from=lambda _pkt: VALUES_PER_PACKET,
+        ),
     ]
 
 

@@ -1,0 +1,199 @@
+"""python -m control_plane: load innet.p4, install routes and aggregation jobs, read counters.
+
+Each run connects to one switch as its primary P4Runtime controller, does one thing and exits;
+job operations read the job back from the switch, so no state is kept between runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from control_plane.aggregation import Job, Member, Parent
+from control_plane.p4runtime_client import ControlPlaneError
+from control_plane.switch_controller import DEFAULT_P4, SwitchController
+
+
+def _member(text: str) -> Member:
+    parts = text.split(",")
+    if len(parts) not in (4, 5):
+        raise argparse.ArgumentTypeError(f"--member {text!r}: expected ID,PORT,MAC,IP[,UDP_PORT]")
+    try:
+        return Member(int(parts[0]), int(parts[1]), parts[2], parts[3], *(int(p) for p in parts[4:]))
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"--member {text!r}: {e}") from None
+
+
+def _parent(text: str) -> Parent:
+    parts = text.split(",")
+    if len(parts) != 4:
+        raise argparse.ArgumentTypeError(f"--parent {text!r}: expected MAC,IP,PORT,ID_AT_PARENT")
+    try:
+        return Parent(parts[0], parts[1], int(parts[2]), int(parts[3]))
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"--parent {text!r}: {e}") from None
+
+
+def _slots(text: str) -> tuple[int, int]:
+    try:
+        base, _, count = text.partition(":")
+        return int(base), int(count)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--slots {text!r}: expected BASE:COUNT, e.g. 0:64") from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m control_plane",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--switch", default="127.0.0.1:9559", help="P4Runtime address (default %(default)s)")
+    p.add_argument("--device-id", type=int, default=1, help="P4Runtime device id (default %(default)s)")
+    p.add_argument("--election-id", type=int, default=1, help="election id (default %(default)s)")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    load = sub.add_parser("load", help="make a P4 program the switch's pipeline (state starts empty)")
+    load.add_argument("--p4", default=str(DEFAULT_P4), help="P4-16 program (default p4/innet.p4)")
+
+    route = sub.add_parser("route", help="add an IPv4 route: PREFIX via PORT with MAC rewrite")
+    route.add_argument("prefix", help="e.g. 10.0.1.0/24")
+    route.add_argument("--port", type=int, required=True)
+    route.add_argument("--dst-mac", required=True, help="next hop's MAC")
+    route.add_argument("--src-mac", required=True, help="switch port's MAC")
+
+    l2 = sub.add_parser("l2", help="forward non-IPv4 frames for MAC out of PORT")
+    l2.add_argument("mac")
+    l2.add_argument("port", type=int)
+
+    job = sub.add_parser("job", help="aggregation jobs: create, show, delete, reset, remove-worker")
+    jsub = job.add_subparsers(dest="job_command", required=True)
+    create = jsub.add_parser("create", help="install a job")
+    create.add_argument("--job", type=int, required=True, help="job id 0..255")
+    create.add_argument(
+        "--slots",
+        type=_slots,
+        required=True,
+        metavar="BASE:COUNT",
+        help="the job's slots in the switch's pool of 1024 (COUNT = the hosts' window)",
+    )
+    create.add_argument(
+        "--member",
+        type=_member,
+        action="append",
+        required=True,
+        metavar="ID,PORT,MAC,IP[,UDP_PORT]",
+        help="a worker (or child switch, UDP port 47000), repeatable",
+    )
+    create.add_argument(
+        "--threshold",
+        type=int,
+        default=None,
+        help="contributions per result (default: all members = synchronous)",
+    )
+    create.add_argument(
+        "--parent",
+        type=_parent,
+        default=None,
+        metavar="MAC,IP,PORT,ID_AT_PARENT",
+        help="make this switch a child that sends partial aggregates to its parent",
+    )
+    create.add_argument("--switch-mac", required=True, help="source MAC of the packets the switch sends")
+    create.add_argument("--switch-ip", required=True, help="source IP of the packets the switch sends")
+    create.add_argument("--mgid", type=int, default=None, help="multicast group (default 4096 + job id)")
+    for name, text in (
+        ("show", "print a job as installed"),
+        ("delete", "remove a job and its state"),
+        ("reset", "forget a job's rounds in progress"),
+    ):
+        sp = jsub.add_parser(name, help=text)
+        sp.add_argument("--job", type=int, required=True)
+    rw = jsub.add_parser("remove-worker", help="take a failed worker out of a job")
+    rw.add_argument("--job", type=int, required=True)
+    rw.add_argument("--worker", type=int, required=True)
+
+    counters = sub.add_parser("counters", help="per-job aggregation counters and rejected packets")
+    counters.add_argument("--job", type=int, action="append", default=[], help="job id (repeatable)")
+    counters.add_argument("--json", action="store_true", help="print JSON")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        with SwitchController(args.switch, device_id=args.device_id, election_id=args.election_id) as sc:
+            if args.command == "load":
+                sc.load(args.p4)
+                print(f"loaded {args.p4} on {args.switch}")
+                return 0
+            sc.attach()
+            if args.command == "route":
+                sc.forwarding.add_route(args.prefix, args.dst_mac, args.src_mac, args.port)
+                print(f"route {args.prefix} -> port {args.port}")
+            elif args.command == "l2":
+                sc.forwarding.add_l2(args.mac, args.port)
+                print(f"l2 {args.mac} -> port {args.port}")
+            elif args.command == "job":
+                return _job(sc, args)
+            elif args.command == "counters":
+                jobs = args.job or sorted(sc.jobs.ingress.jobs())
+                out = {"jobs": {j: sc.jobs.counters(j) for j in jobs}, "rejected": sc.jobs.ingress.rejected()}
+                if args.json:
+                    print(json.dumps(out, indent=2))
+                else:
+                    for j, c in out["jobs"].items():
+                        print(f"job {j}: " + "  ".join(f"{k} {v}" for k, v in c.items()))
+                    print("rejected: " + "  ".join(f"{k} {v}" for k, v in out["rejected"].items()))
+    except (ControlPlaneError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _job(sc: SwitchController, args: argparse.Namespace) -> int:
+    if args.job_command == "create":
+        base, count = args.slots
+        job = Job(
+            args.job, base, count, args.member, threshold=args.threshold, parent=args.parent, mgid=args.mgid
+        )
+        sc.jobs.switch_mac, sc.jobs.switch_ip = args.switch_mac, args.switch_ip
+        sc.jobs.create(job)
+        mode = "synchronous" if job.synchronous else f"asynchronous (threshold {job.effective_threshold})"
+        print(
+            f"job {job.job_id} created: {len(job.members)} members, slots {base}..{base + count - 1}, {mode}"
+        )
+    elif args.job_command == "show":
+        job = sc.jobs.read(args.job)
+        print(
+            json.dumps(
+                {
+                    "job_id": job.job_id,
+                    "slot_base": job.slot_base,
+                    "num_slots": job.num_slots,
+                    "threshold": job.effective_threshold,
+                    "synchronous": job.synchronous,
+                    "mgid": job.group_id,
+                    "members": [vars(m) for m in job.members],
+                    "parent": vars(job.parent) if job.parent else None,
+                },
+                indent=2,
+            )
+        )
+    elif args.job_command == "delete":
+        sc.jobs.delete(args.job)
+        print(f"job {args.job} deleted")
+    elif args.job_command == "reset":
+        sc.jobs.reset(args.job)
+        print(f"job {args.job} reset")
+    elif args.job_command == "remove-worker":
+        job = sc.jobs.remove_worker(args.job, args.worker)
+        print(
+            f"worker {args.worker} removed from job {args.job}: {len(job.members)} members, "
+            f"threshold {job.effective_threshold}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
