@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import random
 import signal
 import sys
 import threading
@@ -43,6 +44,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="port number of the controller's packet-in/packet-out path (default %(default)s)")
     p.add_argument("--stats-interval", type=float, default=0.0, metavar="SECONDS",
                    help="print packet counts every SECONDS (default: only at exit)")
+    p.add_argument("--loss-rate", type=float, default=0.0, metavar="P",
+                   help="emulate lossy links: drop each received and each sent frame with probability P "
+                        "(for loss-recovery tests where tc netem is not available; default 0)")
+    p.add_argument("--loss-seed", type=int, default=None, help="seed of the loss emulation (default: random)")
     p.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
     return p
 
@@ -61,9 +66,11 @@ class Stats:
         self.tx = 0
         self.dropped = 0
         self.errors = 0
+        self.lost = 0  # by --loss-rate
 
     def line(self) -> str:
-        return f"rx {self.rx}  tx {self.tx}  dropped {self.dropped}  errors {self.errors}"
+        lost = f"  lost {self.lost}" if self.lost else ""
+        return f"rx {self.rx}  tx {self.tx}  dropped {self.dropped}  errors {self.errors}{lost}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -75,6 +82,10 @@ def main(argv: list[str] | None = None) -> int:
     from softswitch.switch import Switch
 
     defines = _defines(args.defines)
+    if not 0.0 <= args.loss_rate < 1.0:
+        print(f"error: --loss-rate {args.loss_rate} must be in [0, 1)", file=sys.stderr)
+        return 2
+    loss = random.Random(args.loss_seed)
     switch = None
     if args.p4:
         try:
@@ -96,6 +107,9 @@ def main(argv: list[str] | None = None) -> int:
 
     def send_all(packets: list[tuple[int, bytes]]) -> None:
         for port, data in packets:
+            if args.loss_rate and loss.random() < args.loss_rate:
+                stats.lost += 1
+                continue
             if ports.send(port, data):
                 stats.tx += 1
             else:
@@ -122,6 +136,9 @@ def main(argv: list[str] | None = None) -> int:
 
     def on_frame(port_no: int, frame: bytes) -> None:
         stats.rx += 1
+        if args.loss_rate and loss.random() < args.loss_rate:
+            stats.lost += 1
+            return
         sw = server.switch if server is not None else holder["switch"]
         if sw is None:
             stats.dropped += 1

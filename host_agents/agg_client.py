@@ -1,0 +1,391 @@
+"""Allreduce through the switch: ``AggregationClient.allreduce(tensor)`` returns the sum of the
+tensor over the job's workers, aggregated packet by packet in p4/innet.p4.
+
+The tensor is cut into chunks of 32 values; chunk c travels in slot c % W of the job (W = the
+job's slots = this host's window of outstanding packets), one round of the slot per chunk.
+Floats become int32 with a block exponent per chunk that all workers share (docs/protocol.md,
+"Scaling"): synchronous jobs agree on it through the switch, which keeps the max of the
+exponent each worker announces for the slot's next round; asynchronous jobs use a fixed
+exponent (gradients are clipped to it) so that a late or missing worker never leaves the
+others with a scale they cannot know. Lost packets are retransmitted after a timeout.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import select
+import socket
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from host_agents.agg_protocol import (
+    AGG_UDP_PORT,
+    EXP_BIAS,
+    FLAG_RETX,
+    HEADER_BYTES,
+    HEADER_STRUCT,
+    MAX_WORKERS,
+    OP_DATA,
+    OP_RESULT,
+    OP_STALE,
+    VALUES_BYTES,
+    VALUES_DTYPE,
+    VALUES_PER_PACKET,
+)
+
+log = logging.getLogger(__name__)
+
+# Ethernet + IPv4 + UDP bytes around each aggregation packet, for bytes-on-the-wire figures.
+FRAME_OVERHEAD = 14 + 20 + 8
+
+
+class AggregationTimeout(TimeoutError):
+    """A slot got no result after every retransmission: the switch, the job or a worker is gone."""
+
+
+@dataclass
+class AllreduceStats:
+    """What one allreduce call did (also accumulated over calls in ``AggregationClient.totals``)."""
+
+    packets_sent: int = 0
+    packets_received: int = 0
+    retransmissions: int = 0
+    stale: int = 0
+    bytes_sent: int = 0  # Ethernet frames, as on the wire (without preamble/FCS)
+    bytes_received: int = 0
+    seconds: float = 0.0
+
+    def add(self, other: AllreduceStats) -> None:
+        for name in self.__dataclass_fields__:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+
+@dataclass
+class ChunkInfo:
+    """Per-chunk metadata of the last result (asynchronous jobs weight gradients with it)."""
+
+    count: np.ndarray  # worker gradients summed into each chunk (0: chunk missing)
+    bitmap: np.ndarray  # which workers those were
+    version_lo: np.ndarray  # oldest model version among them
+    version_hi: np.ndarray  # newest model version among them
+
+
+def _unwrap(reference: int, wrapped: int) -> int:
+    """The 32-bit round nearest ``reference`` whose low 16 bits are ``wrapped``."""
+    delta = (wrapped - reference) & 0xFFFF
+    return reference + (delta - 0x10000 if delta >= 0x8000 else delta)
+
+
+@dataclass
+class _Slot:
+    index: int
+    rounds: list = field(default_factory=list)  # [(chunk or -1 for bootstrap, ...)] still to run
+    round: int = 0  # 32-bit count of rounds this slot has used (wire: low 16 bits)
+    packet: bytes = b""  # the outstanding packet
+    sent_at: float = 0.0
+    tries: int = 0
+    chunk: int = -1  # chunk of the outstanding round (-1: bootstrap or padding)
+
+
+class AggregationClient:
+    """One worker of one aggregation job.
+
+    ``switch`` is the (IP, port) the switch's aggregation service answers on (any address routed
+    through the switch; the switch intercepts UDP port 47000). ``bind`` is this host's address;
+    its port must be the UDP port the job's member entry names. ``num_workers`` is the number of
+    members (it sets the int32 headroom); ``num_slots`` the job's slot count; ``threshold`` < the
+    members makes the job asynchronous and requires ``fixed_exponent``.
+    """
+
+    def __init__(
+        self,
+        switch: tuple[str, int],
+        job_id: int,
+        worker_id: int,
+        num_workers: int,
+        num_slots: int,
+        bind: tuple[str, int] = ("0.0.0.0", 0),
+        threshold: int | None = None,
+        fixed_exponent: int | None = None,
+        timeout: float = 0.2,
+        max_tries: int = 50,
+    ) -> None:
+        if not 0 <= worker_id < MAX_WORKERS:
+            raise ValueError(f"worker id {worker_id} is outside 0..{MAX_WORKERS - 1}")
+        if not 1 <= num_workers <= 255:
+            raise ValueError(f"num_workers {num_workers} must be 1..255")
+        if num_slots < 1:
+            raise ValueError("num_slots must be at least 1")
+        self.asynchronous = threshold is not None and threshold < num_workers
+        if self.asynchronous and fixed_exponent is None:
+            raise ValueError(
+                "an asynchronous job needs fixed_exponent (the gradient bound 2**e that all "
+                "workers clip to): workers cannot agree on a scale when any may be missing"
+            )
+        if fixed_exponent is not None and not -120 <= fixed_exponent <= 120:
+            raise ValueError(f"fixed_exponent {fixed_exponent} must be -120..120")
+        self.switch = (switch[0], switch[1] or AGG_UDP_PORT)
+        self.job_id = job_id
+        self.worker_id = worker_id
+        self.num_workers = num_workers
+        self.num_slots = num_slots
+        self.fixed_exponent = fixed_exponent
+        self.timeout = timeout
+        self.max_tries = max_tries
+        self.headroom = math.ceil(math.log2(num_workers)) if num_workers > 1 else 0
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
+        self.sock.bind(bind)
+        self.sock.setblocking(False)
+        self.slots = [_Slot(i) for i in range(num_slots)]
+        self.version = 0
+        self.last_info: ChunkInfo | None = None
+        self.last_stats = AllreduceStats()
+        self.totals = AllreduceStats()
+
+    @property
+    def address(self) -> tuple[str, int]:
+        return self.sock.getsockname()
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def __enter__(self) -> AggregationClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- scaling ----
+
+    def _scale(self, biased_exp: int) -> float:
+        if biased_exp == 0:
+            return 1.0
+        return math.ldexp(1.0, 30 - (biased_exp - EXP_BIAS) - self.headroom)
+
+    @staticmethod
+    def _chunk_exponents(blocks: np.ndarray) -> np.ndarray:
+        peak = np.abs(blocks).max(axis=1)
+        _, e = np.frexp(peak)  # peak < 2**e
+        return np.where(peak > 0, np.clip(e.astype(np.int64) + EXP_BIAS, 1, 255), 0)
+
+    # ---- allreduce ----
+
+    def allreduce(self, tensor: torch.Tensor, version: int | None = None) -> torch.Tensor:
+        """Sum of ``tensor`` over the job's workers (float32, same shape). ``version`` is this
+        worker's model version, carried to the others in the result (default: call count)."""
+        if not isinstance(tensor, torch.Tensor):
+            raise TypeError(f"allreduce takes a torch.Tensor, not {type(tensor).__name__}")
+        flat = tensor.detach().to(torch.float32).reshape(-1).cpu().numpy()
+        if not np.isfinite(flat).all():
+            raise ValueError("the tensor holds NaN or infinity; it cannot be aggregated in fixed point")
+        self.version = self.version + 1 if version is None else version
+        n = flat.size
+        chunks = max(1, -(-n // VALUES_PER_PACKET))
+        blocks = np.zeros((chunks, VALUES_PER_PACKET), np.float32)
+        blocks.reshape(-1)[:n] = flat
+        if self.fixed_exponent is not None:
+            bound = math.ldexp(1.0, self.fixed_exponent)
+            if np.abs(blocks).max(initial=0.0) >= bound:
+                log.debug("clipping values to the fixed bound 2**%d", self.fixed_exponent)
+                np.clip(blocks, -bound * (1 - 2**-24), bound * (1 - 2**-24), out=blocks)
+            local_exp = np.full(chunks, self.fixed_exponent + EXP_BIAS, np.int64)
+        else:
+            local_exp = self._chunk_exponents(blocks)
+        result, info, stats = self._run(blocks, local_exp)
+        self.last_info, self.last_stats = info, stats
+        self.totals.add(stats)
+        out = torch.from_numpy(result.reshape(-1)[:n].copy()).reshape(tensor.shape)
+        return out
+
+    def _run(self, blocks: np.ndarray, local_exp: np.ndarray) -> tuple[np.ndarray, ChunkInfo, AllreduceStats]:
+        chunks = blocks.shape[0]
+        W = self.num_slots
+        rounds_per_slot = -(-chunks // W)
+        dynamic = self.fixed_exponent is None
+        result = np.zeros_like(blocks)
+        info = ChunkInfo(
+            np.zeros(chunks, np.int64),
+            np.zeros(chunks, np.int64),
+            np.zeros(chunks, np.int64),
+            np.zeros(chunks, np.int64),
+        )
+        stats = AllreduceStats()
+        agreed = np.zeros(chunks, np.int64)  # job-wide biased exponent per chunk
+        if not dynamic:
+            agreed[:] = self.fixed_exponent + EXP_BIAS
+        # Each active slot's rounds: its chunks in order (an asynchronous job pads with -1 so that
+        # every slot runs the same number of rounds per call); a bootstrap round (-1) first when
+        # the exponent is agreed through the switch.
+        active = []
+        for slot in self.slots[: min(W, chunks)]:
+            own = list(range(slot.index, chunks, W))
+            if self.asynchronous:
+                own += [-1] * (rounds_per_slot - len(own))
+            slot.rounds = ([-2] if dynamic else []) + own
+            active.append(slot)
+        start = time.perf_counter()
+        for slot in active:
+            self._send_next(slot, blocks, local_exp, agreed, stats)
+        pending = len(active)
+        buf = bytearray(2048)
+        while pending:
+            deadline = min(s.sent_at for s in active if s.packet) + self.timeout
+            ready, _, _ = select.select([self.sock], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                self._retransmit_overdue(active, stats)
+                continue
+            while True:
+                try:
+                    nbytes = self.sock.recv_into(buf)
+                except BlockingIOError:
+                    break
+                stats.packets_received += 1
+                stats.bytes_received += nbytes + FRAME_OVERHEAD
+                if nbytes < HEADER_BYTES:
+                    continue
+                (
+                    op,
+                    _flags,
+                    job,
+                    _worker,
+                    slot_i,
+                    rnd,
+                    next_exp,
+                    _reserved,
+                    count,
+                    bitmap,
+                    _chunk,
+                    version_lo,
+                    version_hi,
+                ) = HEADER_STRUCT.unpack_from(buf)
+                if job != self.job_id or slot_i >= len(active) or not active[slot_i].packet:
+                    continue
+                slot = active[slot_i]
+                if op == OP_STALE and rnd != slot.round & 0xFFFF:
+                    self._on_stale(slot, _unwrap(slot.round, rnd), rounds_per_slot, info, stats)
+                elif op == OP_RESULT and rnd == slot.round & 0xFFFF:
+                    c = slot.chunk
+                    if c >= 0:
+                        if nbytes < HEADER_BYTES + VALUES_BYTES:
+                            continue
+                        ints = np.frombuffer(buf, VALUES_DTYPE, VALUES_PER_PACKET, HEADER_BYTES)
+                        result[c] = ints.astype(np.float64) / self._scale(int(agreed[c]))
+                        info.count[c], info.bitmap[c] = count, bitmap
+                        info.version_lo[c], info.version_hi[c] = version_lo, version_hi
+                    if dynamic:
+                        nxt = self._next_chunk(slot)
+                        if nxt >= 0:
+                            agreed[nxt] = next_exp
+                else:
+                    continue  # a reply for a round this host is not waiting for
+                slot.packet = b""
+                if slot.rounds:
+                    self._send_next(slot, blocks, local_exp, agreed, stats)
+                else:
+                    pending -= 1
+        stats.seconds = time.perf_counter() - start
+        return result, info, stats
+
+    @staticmethod
+    def _next_chunk(slot: _Slot) -> int:
+        for c in slot.rounds:
+            if c >= 0:
+                return c
+            if c == -1:
+                return -1
+        return -1
+
+    def _send_next(
+        self,
+        slot: _Slot,
+        blocks: np.ndarray,
+        local_exp: np.ndarray,
+        agreed: np.ndarray,
+        stats: AllreduceStats,
+    ) -> None:
+        c = slot.rounds.pop(0)
+        slot.round += 1
+        slot.chunk = c
+        nxt = self._next_chunk(slot)
+        next_exp = int(local_exp[nxt]) if nxt >= 0 else 0
+        if c >= 0:
+            scale = self._scale(int(agreed[c]))
+            q = np.rint(blocks[c].astype(np.float64) * scale)
+            payload = np.clip(q, -(2**31), 2**31 - 1).astype(VALUES_DTYPE).tobytes()
+            count = 1
+        else:
+            payload = b""
+            count = 0  # bootstrap or padding: no gradient
+        header = HEADER_STRUCT.pack(
+            OP_DATA,
+            0,
+            self.job_id,
+            self.worker_id,
+            slot.index,
+            slot.round & 0xFFFF,
+            next_exp,
+            0,
+            count,
+            0,
+            max(c, 0),
+            self.version & 0xFFFFFFFF,
+            self.version & 0xFFFFFFFF,
+        )
+        slot.packet = header + payload
+        slot.tries = 1
+        self._send(slot, stats)
+
+    def _send(self, slot: _Slot, stats: AllreduceStats) -> None:
+        self.sock.sendto(slot.packet, self.switch)
+        slot.sent_at = time.monotonic()
+        stats.packets_sent += 1
+        stats.bytes_sent += len(slot.packet) + FRAME_OVERHEAD
+
+    def _retransmit_overdue(self, active: list[_Slot], stats: AllreduceStats) -> None:
+        now = time.monotonic()
+        for slot in active:
+            if slot.packet and now - slot.sent_at >= self.timeout:
+                if slot.tries >= self.max_tries:
+                    raise AggregationTimeout(
+                        f"job {self.job_id} worker {self.worker_id}: no result for slot {slot.index} "
+                        f"round {slot.round} after {slot.tries} tries {self.timeout:g} s apart; is the "
+                        f"switch at {self.switch[0]} up, the job installed and every member running?"
+                    )
+                if slot.tries == 1:  # set the RETX flag once; the header is otherwise unchanged
+                    slot.packet = slot.packet[:1] + bytes([FLAG_RETX]) + slot.packet[2:]
+                slot.tries += 1
+                stats.retransmissions += 1
+                self._send(slot, stats)
+
+    def _on_stale(
+        self, slot: _Slot, held: int, rounds_per_slot: int, info: ChunkInfo, stats: AllreduceStats
+    ) -> None:
+        """This host fell behind on ``slot`` (asynchronous jobs): the rest of its rounds in this call
+        are missing (count 0) and the slot rejoins at the first round of the next call after ``held``."""
+        if not self.asynchronous:
+            raise RuntimeError(
+                f"job {self.job_id} worker {self.worker_id}: the switch holds round {held} of slot "
+                f"{slot.index}, this worker is at round {slot.round}: the workers' round counters disagree "
+                f"(a worker restarted or the job was reset); reset the job and restart every worker"
+            )
+        stats.stale += 1
+        missing = [slot.chunk] + [c for c in slot.rounds if c >= 0]
+        for c in missing:
+            if c >= 0:
+                info.count[c] = 0
+        slot.rounds = []
+        calls_done = -(-held // rounds_per_slot)
+        slot.round = calls_done * rounds_per_slot
+        log.info(
+            "slot %d: round %d is stale (switch holds %d); rejoining at round %d",
+            slot.index,
+            slot.round,
+            held,
+            slot.round + 1,
+        )
