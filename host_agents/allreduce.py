@@ -62,6 +62,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sizes", default="1000", help="comma-separated tensor sizes in elements")
     p.add_argument("--repeat", type=int, default=1, help="allreduce calls per size")
     p.add_argument("--seed", type=int, default=0, help="seed of the inputs")
+    p.add_argument("--input-id", type=int, default=None,
+                   help="which input stream to use (default: the worker id; set it where ids repeat, "
+                   "as on the child switches of a hierarchical job)")
     p.add_argument("--timeout", type=float, default=0.2, help="retransmission timeout in seconds")
     p.add_argument("--max-tries", type=int, default=50, help="tries per packet before giving up")
     p.add_argument(
@@ -83,6 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
     records = []
+    input_id = args.worker if args.input_id is None else args.input_id
     try:
         with AggregationClient(
             _addr(args.switch, AGG_UDP_PORT),
@@ -98,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
         ) as client:
             for size in sizes:
                 for rep in range(args.repeat):
-                    x = input_tensor(args.seed, args.worker, size, rep)
+                    x = input_tensor(args.seed, input_id, size, rep)
                     t0 = time.perf_counter()
                     y = client.allreduce(x)
                     seconds = time.perf_counter() - t0

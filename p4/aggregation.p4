@@ -142,8 +142,13 @@ control Aggregation(inout headers_t hdr, inout metadata_t meta,
 
     apply {
         bool ok = false;
+        // Well formed: the UDP and IPv4 lengths agree and announce a header-only or a full
+        // packet, and the frame really holds what they announce (a cut frame leaves the parser
+        // with an error and the values header invalid).
         if (!hdr.agg.isValid()
+                || standard_metadata.parser_error != error.NoError
                 || (hdr.udp.length != AGG_UDP_LEN_FULL && hdr.udp.length != AGG_UDP_LEN_HEADER_ONLY)
+                || (hdr.udp.length == AGG_UDP_LEN_FULL && !hdr.agg_values.isValid())
                 || hdr.ipv4.total_len != hdr.udp.length + 20) {
             reject(AGG_REJECT_MALFORMED);
         } else if (!agg_jobs.apply().hit) {

@@ -12,7 +12,8 @@ control InnetComputeChecksum(inout headers_t hdr, inout metadata_t meta) {
         update_checksum(hdr.ipv4.isValid(),
             { hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.diffserv, hdr.ipv4.total_len,
               hdr.ipv4.identification, hdr.ipv4.flags, hdr.ipv4.frag_offset, hdr.ipv4.ttl,
-              hdr.ipv4.protocol, hdr.ipv4.src_addr, hdr.ipv4.dst_addr },
+              hdr.ipv4.protocol, hdr.ipv4.src_addr, hdr.ipv4.dst_addr,
+              hdr.ipv4_options.options },
             hdr.ipv4.hdr_checksum, HashAlgorithm.csum16);
     }
 }

@@ -8,6 +8,7 @@ control InnetDeparser(packet_out pkt, in headers_t hdr) {
     apply {
         pkt.emit(hdr.ethernet);
         pkt.emit(hdr.ipv4);
+        pkt.emit(hdr.ipv4_options);
         pkt.emit(hdr.udp);
         pkt.emit(hdr.agg);
         pkt.emit(hdr.agg_values);

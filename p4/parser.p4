@@ -19,11 +19,17 @@ parser InnetParser(packet_in pkt, out headers_t hdr, inout metadata_t meta,
     }
     state parse_ipv4 {
         pkt.extract(hdr.ipv4);
-        // IP options and fragments are forwarded but never parsed further.
+        // Packets with IP options, and fragments, are forwarded but not parsed beyond IPv4.
         transition select(hdr.ipv4.ihl, hdr.ipv4.frag_offset, hdr.ipv4.protocol) {
             (5, 0, IP_PROTO_UDP): parse_udp;
-            default: accept;
+            (5, _, _): accept;
+            (0 .. 4, _, _): accept;      // malformed; routing will not find it a next hop
+            default: parse_ipv4_options;
         }
+    }
+    state parse_ipv4_options {
+        pkt.extract(hdr.ipv4_options, (bit<32>)hdr.ipv4.ihl * 32 - 160);
+        transition accept;
     }
     state parse_udp {
         pkt.extract(hdr.udp);

@@ -100,6 +100,7 @@ class Worker:
 
 @dataclass
 class Testbed:
+    __test__ = False  # not a pytest test class, despite the name
     switches: list[Switch]
     workers: list[Worker]
     links: list[VethPair] = field(default_factory=list)

@@ -28,6 +28,11 @@ header ipv4_h {
     ipv4_addr_t dst_addr;
 }
 
+// IPv4 options (ihl > 5): carried through and covered by the header checksum.
+header ipv4_options_h {
+    varbit<320> options;
+}
+
 header udp_h {
     bit<16> src_port;
     bit<16> dst_port;
@@ -66,11 +71,12 @@ header agg_values_h {
 }
 
 struct headers_t {
-    ethernet_h   ethernet;
-    ipv4_h       ipv4;
-    udp_h        udp;
-    agg_h        agg;
-    agg_values_h agg_values;
+    ethernet_h     ethernet;
+    ipv4_h         ipv4;
+    ipv4_options_h ipv4_options;
+    udp_h          udp;
+    agg_h          agg;
+    agg_values_h   agg_values;
 }
 
 // Per-packet state of the aggregation controls.

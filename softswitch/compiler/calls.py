@@ -352,8 +352,8 @@ def _flatten_value(code: str, t: T.Type, node: Any) -> str:
         return f"(int({code}), 1)"
     if isinstance(t, T.EnumT) and t.underlying is not None:
         return f"({code}, {t.underlying.width})"
-    if isinstance(t, T.VarbitT):
-        return f"{code}"
+    if isinstance(t, T.VarbitT):  # (value, bits) once extracted; a never-extracted one adds no bits
+        return f"({code} if type({code}) is tuple else (0, 0))"
     if isinstance(t, T.StructLikeT):
         inner = ", ".join(_flatten_value(f"{code}.{T.pyname(n)}", ft, node) for n, ft in t.fields)
         if t.is_header:

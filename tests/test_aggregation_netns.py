@@ -1,0 +1,275 @@
+"""In-switch aggregation over real sockets: worker processes in network namespaces, each with
+a veth into `python -m softswitch` running p4/innet.p4, jobs installed over P4Runtime by
+control_plane, tensors allreduced by `python -m host_agents.allreduce`.
+
+Every result is compared with the float64 sum of all workers' inputs (recomputed here from the
+workers' seeds) within the fixed-point bound of docs/protocol.md.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from host_agents.agg_protocol import AGG_UDP_PORT, EXP_BIAS, HEADER_STRUCT, OP_DATA, VALUES_PER_PACKET
+from host_agents.allreduce import input_tensor
+from topologies.netns import create_namespace
+from topologies.testbed import Testbed, star, switch_ip, two_level
+
+pytestmark = [pytest.mark.netns, pytest.mark.slow]
+
+SIZES = [1, 1000, 10003, 40000]  # 10003 and 1 are not multiples of the 32 values per packet
+
+
+def _netem_works() -> bool:
+    """tc netem needs the sch_netem kernel module, which minimal kernels (e.g. Firecracker's) lack."""
+    ns = create_namespace("nq")
+    try:
+        ns.run(["ip", "link", "set", "lo", "up"])
+        return (
+            ns.run(["tc", "qdisc", "add", "dev", "lo", "root", "netem", "loss", "1%"], check=False).returncode
+            == 0
+        )
+    except (OSError, RuntimeError):
+        return False
+    finally:
+        ns.delete()
+
+
+def run_workers(
+    tb: Testbed,
+    tmp: Path,
+    job: int,
+    slots: int,
+    sizes: list[int],
+    seed: int = 0,
+    workers: list | None = None,
+    udp_port: int = 40000,
+    switch_index: int | None = None,
+    extra: list[str] | None = None,
+    num_workers: int | None = None,
+) -> list[subprocess.Popen]:
+    """Start one allreduce worker per host (not waited for)."""
+    procs = []
+    workers = tb.workers if workers is None else workers
+    for rank, w in enumerate(workers):
+        sw_ip = w.switch.ip if switch_index is None else switch_ip(switch_index)
+        argv = [
+            sys.executable,
+            "-m",
+            "host_agents.allreduce",
+            "--switch",
+            sw_ip,
+            "--bind",
+            f"{w.ip}:{udp_port}",
+            "--job",
+            str(job),
+            "--worker",
+            str(w.worker_id),
+            "--workers",
+            str(num_workers or len(workers)),
+            "--slots",
+            str(slots),
+            "--sizes",
+            ",".join(map(str, sizes)),
+            "--seed",
+            str(seed),
+            "--timeout",
+            "0.05",
+            "--max-tries",
+            "200",
+            "--out",
+            str(tmp / f"job{job}_r{rank}"),
+        ]
+        procs.append(w.host.ns.popen(argv + (extra or [])))
+    return procs
+
+
+def wait_all(procs: list[subprocess.Popen], timeout: float = 180) -> list[list[dict]]:
+    out = []
+    for p in procs:
+        stdout, stderr = p.communicate(timeout=timeout)
+        assert p.returncode == 0, f"worker failed ({p.returncode}): {stderr[-3000:]}"
+        out.append([json.loads(line) for line in stdout.splitlines() if line.startswith("{")])
+    return out
+
+
+def quantization_bound(inputs: list[np.ndarray]) -> np.ndarray:
+    """Per element: n contributions rounded at scale 2^(30 - e - ceil(log2 n)), e the chunk's
+    job-wide exponent, plus float32 rounding of the returned sum."""
+    n = len(inputs)
+    size = inputs[0].size
+    chunks = -(-size // VALUES_PER_PACKET)
+    padded = np.zeros((n, chunks * VALUES_PER_PACKET))
+    for i, x in enumerate(inputs):
+        padded[i, :size] = x
+    peak = np.abs(padded).reshape(n, chunks, VALUES_PER_PACKET).max(axis=(0, 2))
+    _, e = np.frexp(peak)
+    headroom = math.ceil(math.log2(n)) if n > 1 else 0
+    scale = np.ldexp(1.0, 30 - e - headroom)
+    per_chunk = n * 0.5 / scale
+    total = np.abs(padded).sum(axis=0)
+    return np.repeat(per_chunk, VALUES_PER_PACKET)[:size] + total[:size] * 2.0**-23
+
+
+def check_results(tmp: Path, job: int, ranks_to_ids: list[int], sizes: list[int], seed: int = 0) -> None:
+    for size in sizes:
+        inputs = [input_tensor(seed, w, size).numpy().astype(np.float64) for w in ranks_to_ids]
+        expected = np.sum(inputs, axis=0)
+        bound = quantization_bound(inputs)
+        first = None
+        for rank in range(len(ranks_to_ids)):
+            got = np.load(tmp / f"job{job}_r{rank}" / f"result_{size}_0.npy")
+            assert got.shape == (size,)
+            err = np.abs(got - expected)
+            worst = int(np.argmax(err - bound))
+            assert (err <= bound).all(), (
+                f"job {job} size {size} rank {rank}: element {worst} is {got[worst]}, expected "
+                f"{expected[worst]} within {bound[worst]:.3g}"
+            )
+            if first is None:
+                first = got
+            assert np.array_equal(got, first), "workers received different results"
+
+
+def test_four_workers_sum_within_quantization_bound(tmp_path: Path) -> None:
+    with star(4) as tb:
+        tb.install_job(1, slot_base=0, num_slots=32)
+        wait_all(run_workers(tb, tmp_path, 1, 32, SIZES))
+        counters = tb.root.controller.jobs.counters(1)
+    check_results(tmp_path, 1, [0, 1, 2, 3], SIZES)
+    packets = sum(-(-s // VALUES_PER_PACKET) + min(32, -(-s // VALUES_PER_PACKET)) for s in SIZES)
+    assert counters["aggregated"] == 4 * packets  # every chunk and bootstrap packet added exactly once
+
+
+def test_lossy_links_still_give_the_exact_result(tmp_path: Path) -> None:
+    """5% of packets dropped per link: tc netem on the switch's veth ends when the kernel has it,
+    else the switch's own link-loss emulation (each frame in and out dropped with p = 0.05)."""
+    use_netem = _netem_works()
+    with star(4, loss_rate=0.0 if use_netem else 0.05, loss_seed=7) as tb:
+        if use_netem:
+            for w in tb.workers:
+                subprocess.run(
+                    ["tc", "qdisc", "add", "dev", w.host.pair.host_if, "root", "netem", "loss", "5%"],
+                    check=True,
+                )
+                w.host.ns.run(["tc", "qdisc", "add", "dev", w.host.pair.ns_if, "root", "netem", "loss", "5%"])
+        tb.install_job(1, slot_base=0, num_slots=32)
+        stats = wait_all(run_workers(tb, tmp_path, 1, 32, [1000, 10003]))
+        counters = tb.root.controller.jobs.counters(1)
+    check_results(tmp_path, 1, [0, 1, 2, 3], [1000, 10003])
+    assert sum(rec["retransmissions"] for w in stats for rec in w) > 0, (
+        "no loss happened: the test tests nothing"
+    )
+    assert counters["retransmissions"] > 0
+
+
+def test_two_jobs_at_once_stay_correct(tmp_path: Path) -> None:
+    """Two jobs over the same four hosts (separate UDP ports, slot ranges and groups) run together."""
+    with star(4) as tb:
+        tb.install_job(1, slot_base=0, num_slots=16, udp_port=40000)
+        tb.install_job(2, slot_base=16, num_slots=24, udp_port=40001)
+        procs = run_workers(tb, tmp_path, 1, 16, [10003], seed=1, udp_port=40000)
+        procs += run_workers(tb, tmp_path, 2, 24, [10003], seed=2, udp_port=40001)
+        wait_all(procs)
+    check_results(tmp_path, 1, [0, 1, 2, 3], [10003], seed=1)
+    check_results(tmp_path, 2, [0, 1, 2, 3], [10003], seed=2)
+
+
+def test_hierarchical_two_switches_give_the_same_result(tmp_path: Path) -> None:
+    """Two child switches with two workers each under one parent switch."""
+    with two_level(hosts_per_child=2, num_children=2) as tb:
+        tb.install_job(3, slot_base=0, num_slots=16)
+        # worker ids repeat per child (0, 1 on each); the inputs follow the global rank instead
+        procs = []
+        for rank, w in enumerate(tb.workers):
+            argv = [
+                sys.executable,
+                "-m",
+                "host_agents.allreduce",
+                "--switch",
+                w.switch.ip,
+                "--bind",
+                f"{w.ip}:40000",
+                "--job",
+                "3",
+                "--worker",
+                str(w.worker_id),
+                "--workers",
+                "4",
+                "--slots",
+                "16",
+                "--sizes",
+                "1000,10003",
+                "--timeout",
+                "0.05",
+                "--max-tries",
+                "200",
+                "--out",
+                str(tmp_path / f"job3_r{rank}"),
+                "--seed",
+                "0",
+                "--input-id",
+                str(rank),
+            ]
+            procs.append(w.host.ns.popen(argv))
+        wait_all(procs)
+        parent_counters = tb.root.controller.jobs.counters(3)
+    check_results(tmp_path, 3, [0, 1, 2, 3], [1000, 10003])
+    assert parent_counters["aggregated"] > 0 and parent_counters["results"] > 0
+
+
+def test_bad_worker_cannot_corrupt_another_job(tmp_path: Path) -> None:
+    """While job 1 (hosts 0-2) runs, host 3 -- a member of job 2, whose slots sit right after job 1's --
+    sends garbage, an unknown job id, slots outside job 2's range, job 1 packets under a worker id it
+    does not have, and RESULT packets. Job 1's results stay exact; the rejects are counted by reason."""
+    with star(4) as tb:
+        tb.install_job(1, slot_base=0, num_slots=16)
+        from control_plane.aggregation import Job, Member
+
+        rogue = tb.workers[3]
+        tb.root.controller.jobs.create(
+            Job(2, 16, 8, [Member(0, rogue.port, rogue.host.mac, rogue.ip, 40000)])
+        )
+        # job 1 workers are hosts 0..2 with worker ids 0..2 (host 3 is not in job 1's member table)
+        tb.root.controller.jobs.remove_worker(1, 3)
+        vals = np.full(VALUES_PER_PACKET, 10**6, ">i4").tobytes()
+        frames = [b"\x00" * 5, b"\xff" * 200]
+        for rnd in range(1, 4):
+            for slot in range(16):
+                frames.append(
+                    HEADER_STRUCT.pack(OP_DATA, 0, 9, 0, slot, rnd, EXP_BIAS, 0, 1, 0, 0, 0, 0) + vals
+                )
+                frames.append(
+                    HEADER_STRUCT.pack(OP_DATA, 0, 2, 0, 8 + slot, rnd, EXP_BIAS, 0, 1, 0, 0, 0, 0) + vals
+                )
+                frames.append(
+                    HEADER_STRUCT.pack(OP_DATA, 0, 1, 3, slot, rnd, EXP_BIAS, 0, 1, 0, 0, 0, 0) + vals
+                )
+                frames.append(HEADER_STRUCT.pack(2, 0, 1, 0, slot, rnd, EXP_BIAS, 0, 1, 0, 0, 0, 0) + vals)
+                frames.append(
+                    HEADER_STRUCT.pack(OP_DATA, 0, 2, 0, slot, rnd, EXP_BIAS, 0, 1, 0, 0, 0, 0) + vals[:-4]
+                )
+        code = (
+            "import socket,sys,time\n"
+            f"frames={frames!r}\n"
+            "s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM)\n"
+            f"s.bind(('{rogue.ip}',40000))\n"
+            "for _ in range(3):\n"
+            f"    [s.sendto(f,('{switch_ip(0)}',{AGG_UDP_PORT})) for f in frames]\n"
+            "    time.sleep(0.2)\n"
+        )
+        rogue_proc = rogue.host.ns.popen([sys.executable, "-c", code])
+        procs = run_workers(tb, tmp_path, 1, 16, [1000, 10003], workers=tb.workers[:3])
+        wait_all(procs)
+        rogue_proc.communicate(timeout=30)
+        rejected = tb.root.controller.jobs.ingress.rejected()
+    check_results(tmp_path, 1, [0, 1, 2], [1000, 10003])
+    for reason in ("malformed", "unknown_job", "not_member", "bad_slot", "bad_op"):
+        assert rejected[reason] > 0, f"no packet rejected as {reason}: {rejected}"
