@@ -273,3 +273,36 @@ def test_bad_worker_cannot_corrupt_another_job(tmp_path: Path) -> None:
     check_results(tmp_path, 1, [0, 1, 2], [1000, 10003])
     for reason in ("malformed", "unknown_job", "not_member", "bad_slot", "bad_op"):
         assert rejected[reason] > 0, f"no packet rejected as {reason}: {rejected}"
+
+
+def test_asynchronous_job_sums_exactly_the_contributors_it_names(tmp_path: Path) -> None:
+    """Threshold 3 of 4 with a fixed exponent: every chunk a worker receives is the sum of exactly
+    the 3 workers its bitmap names, every chunk reaches at least those 3, and workers that hold the
+    same chunk hold the same values. A worker that falls a whole call behind gets its missed
+    chunks marked missing (bitmap 0), not someone else's round."""
+    size, exponent = 10003, 10  # inputs reach a few hundred (outliers x100): below 2**10
+    with star(4) as tb:
+        tb.install_job(5, slot_base=0, num_slots=16, threshold=3)
+        extra = ["--threshold", "3", "--fixed-exponent", str(exponent)]
+        wait_all(run_workers(tb, tmp_path, 5, 16, [size], extra=extra))
+    inputs = np.stack([input_tensor(0, w, size).numpy().astype(np.float64) for w in range(4)])
+    scale = 2.0 ** (30 - exponent - 2)
+    chunks = -(-size // VALUES_PER_PACKET)
+    results = [np.load(tmp_path / f"job5_r{r}" / f"result_{size}_0.npy") for r in range(4)]
+    bitmaps = [np.load(tmp_path / f"job5_r{r}" / f"bitmap_{size}_0.npy") for r in range(4)]
+    for c in range(chunks):
+        lo, hi = c * VALUES_PER_PACKET, min(size, (c + 1) * VALUES_PER_PACKET)
+        holders = [r for r in range(4) if bitmaps[r][c] != 0]
+        assert len(holders) >= 3, f"chunk {c} reached only workers {holders}"
+        bitmap = int(bitmaps[holders[0]][c])
+        members = [w for w in range(4) if bitmap >> w & 1]
+        assert len(members) == 3, f"chunk {c}: bitmap {bitmap:#x} should name exactly 3 workers"
+        assert set(members) <= set(holders), f"chunk {c}: a contributor did not get the result"
+        expected = inputs[members, lo:hi].sum(axis=0)
+        bound = 3 * 0.5 / scale + np.abs(expected) * 2.0**-23
+        for r in holders:
+            assert int(bitmaps[r][c]) == bitmap and np.array_equal(
+                results[r][lo:hi], results[holders[0]][lo:hi]
+            )
+        got = results[holders[0]][lo:hi]
+        assert (np.abs(got - expected) <= bound).all(), f"chunk {c} differs from its contributors' sum"
