@@ -35,6 +35,8 @@ from host_agents.agg_protocol import (
     VALUES_BYTES,
     VALUES_DTYPE,
     VALUES_PER_PACKET,
+    block_exponents,
+    scale_for,
 )
 
 log = logging.getLogger(__name__)
@@ -136,7 +138,6 @@ class AggregationClient:
         self.fixed_exponent = fixed_exponent
         self.timeout = timeout
         self.max_tries = max_tries
-        self.headroom = math.ceil(math.log2(num_workers)) if num_workers > 1 else 0
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
@@ -164,15 +165,7 @@ class AggregationClient:
     # ---- scaling ----
 
     def _scale(self, biased_exp: int) -> float:
-        if biased_exp == 0:
-            return 1.0
-        return math.ldexp(1.0, 30 - (biased_exp - EXP_BIAS) - self.headroom)
-
-    @staticmethod
-    def _chunk_exponents(blocks: np.ndarray) -> np.ndarray:
-        peak = np.abs(blocks).max(axis=1)
-        _, e = np.frexp(peak)  # peak < 2**e
-        return np.where(peak > 0, np.clip(e.astype(np.int64) + EXP_BIAS, 1, 255), 0)
+        return scale_for(biased_exp, self.num_workers)
 
     # ---- allreduce ----
 
@@ -196,7 +189,7 @@ class AggregationClient:
                 np.clip(blocks, -bound * (1 - 2**-24), bound * (1 - 2**-24), out=blocks)
             local_exp = np.full(chunks, self.fixed_exponent + EXP_BIAS, np.int64)
         else:
-            local_exp = self._chunk_exponents(blocks)
+            local_exp = block_exponents(blocks)
         result, info, stats = self._run(blocks, local_exp)
         self.last_info, self.last_stats = info, stats
         self.totals.add(stats)

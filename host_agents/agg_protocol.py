@@ -103,15 +103,19 @@ class AggHeaderFields:
         )
 
 
-def block_exponent(block: np.ndarray) -> int:
-    """Biased exponent b such that every |x| in ``block`` is < 2**(b - EXP_BIAS); 0 if all zero."""
-    peak = float(np.max(np.abs(block))) if block.size else 0.0
-    if peak == 0.0:
-        return 0
-    if not math.isfinite(peak):
+def block_exponents(blocks: np.ndarray) -> np.ndarray:
+    """Per row of ``blocks``: the biased exponent b with every |x| in the row < 2**(b - EXP_BIAS);
+    0 for an all-zero row. ValueError on NaN or infinity."""
+    peak = np.abs(blocks).max(axis=-1, initial=0.0)
+    if not np.isfinite(peak).all():
         raise ValueError("tensor holds NaN or infinity; it cannot be aggregated in fixed point")
-    _, e = math.frexp(peak)  # peak = m * 2**e with 0.5 <= m < 1, so peak < 2**e
-    return max(1, min(255, e + EXP_BIAS))
+    _, e = np.frexp(peak)  # peak = m * 2**e with 0.5 <= m < 1, so peak < 2**e
+    return np.where(peak > 0, np.clip(e.astype(np.int64) + EXP_BIAS, 1, 255), 0)
+
+
+def block_exponent(block: np.ndarray) -> int:
+    """:func:`block_exponents` of one block."""
+    return int(block_exponents(np.asarray(block).reshape(1, -1))[0])
 
 
 def scale_for(biased_exp: int, num_contributions: int) -> float:
