@@ -13,6 +13,7 @@ import sys
 from control_plane.aggregation import Job, Member, Parent
 from control_plane.p4runtime_client import ControlPlaneError
 from control_plane.switch_controller import DEFAULT_P4, SwitchController
+from softswitch.errors import P4Error
 
 
 def _member(text: str) -> Member:
@@ -145,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
                     for j, c in out["jobs"].items():
                         print(f"job {j}: " + "  ".join(f"{k} {v}" for k, v in c.items()))
                     print("rejected: " + "  ".join(f"{k} {v}" for k, v in out["rejected"].items()))
-    except (ControlPlaneError, ValueError) as e:
+    except (ControlPlaneError, ValueError, P4Error, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     return 0

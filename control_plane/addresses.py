@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import ipaddress
+import re
+
+_MAC = re.compile(r"[0-9A-Fa-f]{1,2}([:-][0-9A-Fa-f]{1,2}){5}")
 
 
 def mac_to_int(mac: str | int) -> int:
@@ -11,13 +14,9 @@ def mac_to_int(mac: str | int) -> int:
         if not 0 <= mac < 1 << 48:
             raise ValueError(f"MAC address {mac:#x} does not fit in 48 bits")
         return mac
-    parts = mac.replace("-", ":").split(":")
-    if len(parts) != 6 or not all(len(p) in (1, 2) for p in parts):
+    if not _MAC.fullmatch(mac):
         raise ValueError(f"not a MAC address: {mac!r} (expected six hex bytes like 02:00:00:00:00:01)")
-    try:
-        return int("".join(p.zfill(2) for p in parts), 16)
-    except ValueError:
-        raise ValueError(f"not a MAC address: {mac!r}") from None
+    return int("".join(p.zfill(2) for p in re.split("[:-]", mac)), 16)
 
 
 def int_to_mac(value: int) -> str:

@@ -17,6 +17,8 @@ from host_agents.agg_protocol import AGG_UDP_PORT, MAX_JOBS, MAX_WORKERS, POOL_S
 
 # Multicast groups of aggregation jobs: AGG_MGID_BASE + job id (forwarding's flood groups stay below).
 AGG_MGID_BASE = 0x1000
+# Switch ports are 9 bits in v1model; 511 is the drop port.
+MAX_PORT = 510
 
 
 @dataclass
@@ -85,9 +87,19 @@ class Job:
         for m in self.members:
             mac_to_int(m.mac)
             ip_to_int(m.ip)
+            if not 0 <= m.port <= MAX_PORT:
+                raise ValueError(
+                    f"job {self.job_id}: member {m.worker_id}'s port {m.port} is not 0..{MAX_PORT}"
+                )
+            if not 1 <= m.udp_port <= 65535:
+                raise ValueError(
+                    f"job {self.job_id}: member {m.worker_id}'s UDP port {m.udp_port} is not 1..65535"
+                )
         if self.parent is not None:
             mac_to_int(self.parent.mac)
             ip_to_int(self.parent.ip)
+            if not 0 <= self.parent.port <= MAX_PORT:
+                raise ValueError(f"job {self.job_id}: parent port {self.parent.port} is not 0..{MAX_PORT}")
             if not 0 <= self.parent.id_at_parent < MAX_WORKERS:
                 raise ValueError(f"job {self.job_id}: id at parent {self.parent.id_at_parent} is not 0..31")
 
@@ -262,14 +274,28 @@ class JobManager:
                     f"job {job.job_id}: multicast group {job.group_id} belongs to job {other}"
                 )
         # State first, the job entry last: no packet can reach the job before it is complete.
-        self.ingress.reset_cells(job.slot_base, job.num_slots)
-        for m in job.members:
-            self.egress.add_member_addr(job.job_id, m)
-            self.ingress.add_member(job.job_id, m.worker_id)
-        self.client.set_multicast_group(job.group_id, [(m.port, m.worker_id) for m in job.members])
-        if job.parent is not None:
-            self.ingress.set_parent(job.job_id, job.parent)
-        self.ingress.set_job(job, self.switch_mac, self.switch_ip)
+        # A refused write undoes the ones before it, so a failed create leaves nothing behind.
+        undo: list = []
+        try:
+            self.ingress.reset_cells(job.slot_base, job.num_slots)
+            for m in job.members:
+                self.egress.add_member_addr(job.job_id, m)
+                undo.append(lambda w=m.worker_id: self.egress.delete_member_addr(job.job_id, w))
+                self.ingress.add_member(job.job_id, m.worker_id)
+                undo.append(lambda w=m.worker_id: self.ingress.delete_member(job.job_id, w))
+            self.client.set_multicast_group(job.group_id, [(m.port, m.worker_id) for m in job.members])
+            undo.append(lambda: self.client.delete_multicast_group(job.group_id))
+            if job.parent is not None:
+                self.ingress.set_parent(job.job_id, job.parent)
+                undo.append(lambda: self.ingress.delete_parent(job.job_id))
+            self.ingress.set_job(job, self.switch_mac, self.switch_ip)
+        except BaseException:
+            for step in reversed(undo):
+                try:
+                    step()
+                except ControlPlaneError:
+                    pass  # keep undoing; the original error is the one to report
+            raise
 
     def read(self, job_id: int) -> Job:
         """The job as installed on the switch (so a CLI run needs no memory of earlier ones)."""

@@ -150,7 +150,7 @@ class P4RuntimeClient:
         except grpc.RpcError as e:
             if e.code() != grpc.StatusCode.CANCELLED:
                 log.warning("switch %s stream closed: %s", self.address, e.details())
-            self._arbitration.put(None)
+            self._arbitration.put(e.details() or e.code().name)
 
     def _become_primary(self) -> None:
         self._stream = self.stub.StreamChannel(self._stream_requests())
@@ -164,8 +164,9 @@ class P4RuntimeClient:
             reply = self._arbitration.get(timeout=self.timeout)
         except queue.Empty:
             raise ControlPlaneError(f"{self.address}: no arbitration reply") from None
-        if reply is None:
-            raise ControlPlaneError(f"{self.address}: the stream closed during arbitration")
+        if isinstance(reply, str):
+            hint = " (another controller holds this election id: pick another)" if "election" in reply else ""
+            raise ControlPlaneError(f"{self.address}: the switch refused arbitration: {reply}{hint}")
         if reply.status.code != 0:
             raise ControlPlaneError(
                 f"{self.address}: not primary for device {self.device_id}: {reply.status.message}"

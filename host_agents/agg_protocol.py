@@ -1,7 +1,8 @@
 """Wire format of in-switch gradient aggregation (docs/protocol.md is the authority).
 
-Two encodings of the same bytes: ``struct``/NumPy for the hot path (the aggregation client),
-and scapy layers (:class:`AggHeader`, :class:`AggValues`) for tests and debugging. Both mirror
+Two encodings of the same bytes: ``struct``/NumPy here, for the hot path (the aggregation
+client), and scapy layers in :mod:`host_agents.agg_layers` for tests and debugging (kept apart
+so that the hot path does not import scapy). Both mirror
 ``p4/include/headers.p4`` field for field; ``tests/test_agg_protocol.py`` checks that the
 constants here match the P4 program's.
 """
@@ -13,9 +14,6 @@ import struct
 from dataclasses import dataclass
 
 import numpy as np
-from scapy.fields import ByteField, FieldListField, IntField, ShortField, SignedIntField, XByteField
-from scapy.layers.inet import UDP
-from scapy.packet import Packet, bind_layers
 
 AGG_UDP_PORT = 47000
 VALUES_PER_PACKET = 32
@@ -125,42 +123,3 @@ def scale_for(biased_exp: int, num_contributions: int) -> float:
         return 1.0
     headroom = max(0, math.ceil(math.log2(max(1, num_contributions))))
     return math.ldexp(1.0, 30 - (biased_exp - EXP_BIAS) - headroom)
-
-
-# ---- scapy layers (tests and debugging; the client encodes with struct/NumPy) ----
-
-
-class AggHeader(Packet):
-    name = "InnetAgg"
-    fields_desc = [
-        ByteField("op", OP_DATA),
-        XByteField("flags", 0),
-        ByteField("job_id", 0),
-        ByteField("worker_id", 0),
-        ShortField("slot", 0),
-        ShortField("round", 0),
-        ByteField("next_exp", 0),
-        ByteField("reserved", 0),
-        ShortField("count", 1),
-        IntField("bitmap", 0),
-        IntField("chunk", 0),
-        IntField("version_lo", 0),
-        IntField("version_hi", 0),
-    ]
-
-
-class AggValues(Packet):
-    name = "InnetAggValues"
-    fields_desc = [
-        FieldListField(
-            "values",
-            [0] * VALUES_PER_PACKET,
-            SignedIntField("v", 0),
-            count_from=lambda _pkt: VALUES_PER_PACKET,
-        ),
-    ]
-
-
-bind_layers(UDP, AggHeader, dport=AGG_UDP_PORT)
-bind_layers(UDP, AggHeader, sport=AGG_UDP_PORT)
-bind_layers(AggHeader, AggValues)

@@ -11,6 +11,7 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
 from host_agents import agg_protocol as ap
+from host_agents.agg_layers import AggHeader, AggValues
 
 TYPES_P4 = Path(__file__).resolve().parent.parent / "p4" / "include" / "types.p4"
 
@@ -64,14 +65,14 @@ def test_struct_and_scapy_encode_the_same_bytes() -> None:
     values = np.arange(-16, 16, dtype=np.int64) * 100_000_000
     wire = fields.pack() + values.astype(ap.VALUES_DTYPE).tobytes()
     layered = bytes(
-        ap.AggHeader(**{k: getattr(fields, k) for k in fields.__dataclass_fields__})
-        / ap.AggValues(values=[int(v) for v in values])
+        AggHeader(**{k: getattr(fields, k) for k in fields.__dataclass_fields__})
+        / AggValues(values=[int(v) for v in values])
     )
     assert layered == wire
     assert ap.AggHeaderFields.unpack(wire) == fields
     pkt = Ether(bytes(Ether() / IP() / UDP(sport=1234, dport=ap.AGG_UDP_PORT) / layered))
-    assert pkt[ap.AggHeader].bitmap == 0x80000001
-    assert pkt[ap.AggValues].values == [int(v) for v in values]
+    assert pkt[AggHeader].bitmap == 0x80000001
+    assert pkt[AggValues].values == [int(v) for v in values]
     with pytest.raises(ValueError, match="28 bytes"):
         ap.AggHeaderFields.unpack(wire[:27])
 

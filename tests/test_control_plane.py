@@ -4,8 +4,6 @@ Two ``python -m softswitch`` processes without ports serve P4Runtime on loopback
 in-process through ``SwitchController`` (p4/innet.p4 loaded once; every test uses its own job ids
 and slot ranges, and the tests that need empty tables reload the pipeline), the other by the
 ``python -m control_plane`` CLI as subprocesses, so that the two never compete for election id 1.
-
-Tests marked ``xfail(strict=True)`` pin bugs of control_plane that are reported, not fixed here.
 """
 
 from __future__ import annotations
@@ -362,13 +360,6 @@ def test_create_needs_switch_addresses(sc: SwitchController) -> None:
     assert_job_gone(sc, 22, AGG_MGID_BASE + 22)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: Job.validate() checks neither a member's port/udp_port nor the parent's port, and "
-    "JobManager.create() writes members before it fails on them and never rolls back: the refused "
-    "job leaves agg_member_addr/agg_members entries (and a multicast group) behind, a retry fails "
-    "with ALREADY_EXISTS and jobs.delete() says 'no job'",
-)
 @pytest.mark.parametrize(
     "bad",
     [
@@ -386,11 +377,6 @@ def test_refused_create_leaves_nothing_behind(sc: SwitchController, bad: Job) ->
     assert_job_gone(sc, bad.job_id, bad.group_id)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: mac_to_int() joins the six parts and calls int(text, 16), which also accepts a "
-    "sign, spaces, underscores and a 0x prefix inside the MAC text",
-)
 @pytest.mark.parametrize(
     "text", ["+1:00:00:00:00:00", " 1:00:00:00:00:00", "1_:00:00:00:00:00", "0x:12:34:56:78:9a"]
 )
@@ -695,12 +681,6 @@ def test_second_controller_with_same_election_id_is_refused(sc: SwitchController
     assert 62 in sc.jobs.ingress.jobs()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG (clarity): the switch refuses the arbitration with 'election id 1 is already used by "
-    "another controller for this role', but P4RuntimeClient only logs that and raises "
-    "'the stream closed during arbitration' (the CLI prints the same, with no hint at --election-id)",
-)
 def test_second_controller_error_names_the_cause(sc: SwitchController, switches) -> None:
     with pytest.raises(ControlPlaneError, match=r"election id"):
         SwitchController(switches[0].address, timeout=5)
@@ -837,11 +817,6 @@ def test_cli_unreachable_switch(unreachable_cli: tuple[subprocess.Popen[str], fl
     assert elapsed < 30
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: python -m control_plane load --p4 FILE with a P4 error prints a traceback: main() "
-    "catches ControlPlaneError and ValueError but not softswitch.errors.P4Error from the compiler",
-)
 def test_cli_load_p4_with_error(switches, tmp_path: Path) -> None:
     bad = tmp_path / "bad.p4"
     bad.write_text("this is not P4;\n")

@@ -2,7 +2,7 @@
 
     .venv/bin/python tests/p4/innet/make_stf.py        # rewrites tests/p4/innet/*.stf
 
-Packets are built with scapy (host_agents.agg_protocol's AggHeader/AggValues layers). The
+Packets are built with scapy (host_agents.agg_layers' AggHeader/AggValues). The
 expected packets and counters come from `AggSwitchModel` below: a small model of the protocol
 written from docs/protocol.md (and the comments of p4/aggregation.p4), NOT from running the
 switch. Forwarding expectations are the input packets rewritten by hand (TTL - 1, MACs) with
@@ -39,7 +39,7 @@ from scapy.layers.inet import IP, UDP, IPOption  # noqa: E402
 from scapy.layers.l2 import ARP, Ether  # noqa: E402
 from scapy.packet import Raw  # noqa: E402
 
-from host_agents.agg_protocol import AggHeader, AggValues  # noqa: E402
+from host_agents.agg_layers import AggHeader, AggValues  # noqa: E402
 
 AGG_PORT = 47000
 OP_DATA, OP_RESULT, OP_STALE = 1, 2, 3
