@@ -138,7 +138,11 @@ def main(argv: list[str] | None = None) -> int:
             elif args.command == "job":
                 return _job(sc, args)
             elif args.command == "counters":
-                jobs = args.job or sorted(sc.jobs.ingress.jobs())
+                installed = sc.jobs.ingress.jobs()
+                missing = sorted(set(args.job) - set(installed))
+                if missing:
+                    raise ControlPlaneError(f"no job {', '.join(map(str, missing))} on {args.switch}")
+                jobs = args.job or sorted(installed)
                 out = {"jobs": {j: sc.jobs.counters(j) for j in jobs}, "rejected": sc.jobs.ingress.rejected()}
                 if args.json:
                     print(json.dumps(out, indent=2))

@@ -345,7 +345,7 @@ class JobManager:
     def remove_worker(self, job_id: int, worker_id: int) -> Job:
         """Take a failed worker out of a job: it no longer counts, receives or is awaited.
         A synchronous job waits for the remaining members; an asynchronous one keeps its
-        threshold unless that exceeds the members left."""
+        threshold (and is synchronous once that equals the members left)."""
         job = self.read(job_id)
         if worker_id not in {m.worker_id for m in job.members}:
             raise ControlPlaneError(f"worker {worker_id} is not a member of job {job_id}")
@@ -355,10 +355,8 @@ class JobManager:
             )
         was_sync = job.synchronous
         job.members = [m for m in job.members if m.worker_id != worker_id]
-        if not was_sync:
-            job.threshold = min(job.effective_threshold, len(job.members))
-            if job.threshold == len(job.members):
-                job.threshold = None
+        if not was_sync and job.threshold == len(job.members):
+            job.threshold = None  # k of the remaining k: synchronous from now on
         installed = self.ingress.jobs()[job_id]
         self.ingress.delete_member(job_id, worker_id)
         self.ingress.set_job(

@@ -378,8 +378,10 @@ class P4RuntimeClient:
         ent.packet_replication_engine_entry.multicast_group_entry.multicast_group_id = group_id
         try:
             return self.read([ent], f"read multicast group {group_id}")
-        except ControlPlaneError:
-            return []
+        except ControlPlaneError as e:
+            if "NOT_FOUND" in str(e):
+                return []
+            raise
 
     def multicast_group(self, group_id: int) -> list[tuple[int, int]]:
         groups = self._read_groups(group_id)
