@@ -132,12 +132,13 @@ class Aggregation:
     def delete_job_entry(self, job_id: int) -> None:
         self.client.delete_entry(self.p + "agg_jobs", {"hdr.agg.job_id": job_id})
 
-    def add_member(self, job_id: int, worker_id: int) -> None:
+    def add_member(self, job_id: int, worker_id: int, port: int) -> None:
+        """Admit ``worker_id`` to the job, from switch port ``port`` only."""
         self.client.insert_entry(
             self.p + "agg_members",
             {"hdr.agg.job_id": job_id, "hdr.agg.worker_id": worker_id},
             self.p + "set_member",
-            {"worker_bit": 1 << worker_id},
+            {"worker_bit": 1 << worker_id, "port": port},
         )
 
     def delete_member(self, job_id: int, worker_id: int) -> None:
@@ -281,7 +282,7 @@ class JobManager:
             for m in job.members:
                 self.egress.add_member_addr(job.job_id, m)
                 undo.append(lambda w=m.worker_id: self.egress.delete_member_addr(job.job_id, w))
-                self.ingress.add_member(job.job_id, m.worker_id)
+                self.ingress.add_member(job.job_id, m.worker_id, m.port)
                 undo.append(lambda w=m.worker_id: self.ingress.delete_member(job.job_id, w))
             self.client.set_multicast_group(job.group_id, [(m.port, m.worker_id) for m in job.members])
             undo.append(lambda: self.client.delete_multicast_group(job.group_id))

@@ -18,8 +18,8 @@
  * A RESULT packet from the parent (this switch a child) overwrites the cell with the final
  * result and is multicast to the local members.
  *
- * Isolation: a packet is checked against its job (known job, member, slot inside the job's
- * range, well formed) before any register is touched, and the cell index is computed from the
+ * Isolation: a packet is checked against its job (known job, member arriving on the member's
+ * port, slot inside the job's range, well formed) before any register is touched, and the cell index is computed from the
  * job's own slot base, so no packet can reach another job's cells.
  *
  * Hardware portability (DESIGN.md): each register array is accessed once per pass (read, then
@@ -76,8 +76,10 @@ control Aggregation(inout headers_t hdr, inout metadata_t meta,
         size = AGG_MAX_JOBS;
     }
 
-    action set_member(worker_bitmap_t worker_bit) {
+    // A member is bound to the switch port it is cabled to: another host cannot speak for it.
+    action set_member(worker_bitmap_t worker_bit, port_t port) {
         meta.agg.worker_bit = worker_bit;
+        meta.agg.member_port = port;
     }
     table agg_members {
         key = { hdr.agg.job_id: exact; hdr.agg.worker_id: exact; }
@@ -158,7 +160,8 @@ control Aggregation(inout headers_t hdr, inout metadata_t meta,
         } else {
             agg_parent.apply();
             if (hdr.agg.op == AGG_OP_DATA) {
-                if (agg_members.apply().hit) {
+                if (agg_members.apply().hit
+                        && standard_metadata.ingress_port == meta.agg.member_port) {
                     ok = true;
                 } else {
                     reject(AGG_REJECT_NOT_MEMBER);

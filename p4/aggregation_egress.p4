@@ -11,7 +11,9 @@
 
 control AggregationEgress(inout headers_t hdr, inout metadata_t meta,
                           inout standard_metadata_t standard_metadata) {
-    counter(AGG_MAX_JOBS, CounterType.packets) agg_results;   // results (and partials) sent
+    // packets aggregation sends per job: results (multicast replicas and unicast replies,
+    // STALE included) and partial aggregates sent up to a parent
+    counter(AGG_MAX_JOBS, CounterType.packets) agg_results;
 
     action set_member_addr(mac_addr_t mac, ipv4_addr_t ip, bit<16> udp_port) {
         hdr.ethernet.dst_addr = mac;

@@ -227,8 +227,9 @@ def test_hierarchical_two_switches_give_the_same_result(tmp_path: Path) -> None:
 
 def test_bad_worker_cannot_corrupt_another_job(tmp_path: Path) -> None:
     """While job 1 (hosts 0-2) runs, host 3 -- a member of job 2, whose slots sit right after job 1's --
-    sends garbage, an unknown job id, slots outside job 2's range, job 1 packets under a worker id it
-    does not have, and RESULT packets. Job 1's results stay exact; the rejects are counted by reason."""
+    sends garbage, an unknown job id, slots outside job 2's range, job 1 packets under a removed
+    worker's id and under a member's id (spoofed: the member is bound to another port), and RESULT
+    packets. Job 1's results stay exact; the rejects are counted by reason."""
     with star(4) as tb:
         tb.install_job(1, slot_base=0, num_slots=16)
         from control_plane.aggregation import Job, Member
@@ -251,6 +252,10 @@ def test_bad_worker_cannot_corrupt_another_job(tmp_path: Path) -> None:
                 )
                 frames.append(
                     HEADER_STRUCT.pack(OP_DATA, 0, 1, 3, slot, rnd, EXP_BIAS, 0, 1, 0, 0, 0, 0) + vals
+                )
+                # job 1's worker 0, spoofed from host 3's port
+                frames.append(
+                    HEADER_STRUCT.pack(OP_DATA, 0, 1, 0, slot, rnd, EXP_BIAS, 0, 1, 0, 0, 0, 0) + vals
                 )
                 frames.append(HEADER_STRUCT.pack(2, 0, 1, 0, slot, rnd, EXP_BIAS, 0, 1, 0, 0, 0, 0) + vals)
                 frames.append(

@@ -198,8 +198,10 @@ def test_create_and_read_jobs(fresh: SwitchController) -> None:
         for e in sc.client.read_entries(AGG + "agg_members")
     }
     assert sorted(members) == [(1, 0), (1, 3), (2, 0), (2, 1), (2, 2), (3, 4), (3, 9)]
-    for (_, worker), e in members.items():
-        assert e.action == AGG + "set_member" and e.params == {"worker_bit": 1 << worker}
+    ports = {(j, m.worker_id): m.port for j in (1, 2, 3) for m in sc.jobs.read(j).members}
+    for (job, worker), e in members.items():
+        assert e.action == AGG + "set_member"
+        assert e.params == {"worker_bit": 1 << worker, "port": ports[job, worker]}
 
     addrs = {
         (e.match["hdr.agg.job_id"], e.match["meta.agg.reply_member"]): e.params

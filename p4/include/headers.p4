@@ -96,6 +96,7 @@ struct agg_meta_t {
     worker_id_t     id_at_parent;
     bit<32>         cell;          // register index: (slot_base + slot) * 2 + round % 2
     worker_bitmap_t worker_bit;
+    port_t          member_port;   // the port the sending member is cabled to
     // outcome of the state registers
     bit<1>          new_round;
     bit<1>          stale;

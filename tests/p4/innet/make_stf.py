@@ -309,7 +309,7 @@ class AggSwitchModel:
         if p.slot >= job.num_slots:
             return self.reject(BAD_SLOT)
         if p.op == OP_DATA:
-            if p.worker not in job.members:
+            if p.worker not in job.members or job.members[p.worker].port != port:
                 return self.reject(NOT_MEMBER)
             return self.data(port, job, p)
         if p.op == OP_RESULT and job.parent is not None and port == job.parent.port:
@@ -521,7 +521,7 @@ class StfFile:
         for w in sorted(job.members):
             self.raw(
                 f"add {AGG}agg_members hdr.agg.job_id:{job.job_id} hdr.agg.worker_id:{w} "
-                f"{AGG}set_member(worker_bit:0x{1 << w:08x})"
+                f"{AGG}set_member(worker_bit:0x{1 << w:08x}, port:{job.members[w].port})"
             )
         if job.parent is not None:
             p = job.parent
