@@ -93,3 +93,9 @@ $(STAMP): pyproject.toml | $(VPY)
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .ruff_cache
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
+
+# Allreduce benchmark (bench/README.md): in-switch aggregation vs parameter server vs gloo over
+# one software switch; needs root. Options via AGG_ARGS, e.g. `make bench-aggregation AGG_ARGS=--quick`.
+.PHONY: bench-aggregation
+bench-aggregation: system-deps $(STAMP)
+	$(VPY) -m bench.aggregation $(AGG_ARGS)

@@ -1,0 +1,825 @@
+"""Allreduce benchmark: in-switch aggregation against a parameter server and gloo's ring allreduce,
+all three over the same network (hosts in namespaces, routed through one software switch).
+
+For each worker count N a star of N+1 hosts is built on one `python -m softswitch` process
+(topologies.testbed.star): hosts 0..N-1 are the workers, host N runs the parameter server (idle
+for the other methods), so every byte of every method crosses the switch. Methods:
+
+  switch  in-switch aggregation (p4/innet.p4, host_agents.agg_client.AggregationClient): each
+          worker sends its tensor in 32-value UDP packets, the switch sums them and multicasts
+          the result back; a window of --slots outstanding packets per worker.
+  ps      parameter server over TCP (host_agents.param_server) on the extra host.
+  gloo    torch.distributed gloo ring allreduce (host_agents.gloo_allreduce), rank 0 = worker 0.
+
+Per (method, workers, size) each worker makes one warm-up call (its result is checked against
+the exact sum of every worker's input) and then the timed calls. A call's time is the slowest
+worker's; the table gives the median and the minimum over the timed calls and the algorithm
+bandwidth size/median. Bytes on the wire are the worker interfaces' own counters
+(/sys/class/net/<if>/statistics/{tx,rx}_bytes inside each namespace, read before and after the
+timed calls: Ethernet frames incl. headers, TCP ACKs and retransmissions), per worker per call;
+each method's own count is kept as a cross-check (switch: frames it sent/received; ps: payload +
+32-byte framing; gloo: the analytic ring estimate of payload bytes, it has no counters).
+
+THE TIMINGS MEASURE THE PROJECT'S PYTHON SOFTWARE SWITCH (tens of thousands of packets per
+second, sharing the machine's CPUs with the workers), NOT A HARDWARE SWITCH: they compare the
+methods on this target only. Sizes are float32 tensors of SIZE_KB * 1000 / 4 elements
+(13000 KB ~ the seed's dueling DQN).
+
+    python -m bench.aggregation                       # the full grid (long: see the estimate)
+    python -m bench.aggregation --quick               # smoke run, about a minute
+    python -m bench.aggregation --workers 1,2,4 --sizes-kb 10,100,1000 --methods switch,gloo
+
+Needs root (network namespaces). Writes JSON (default bench/results/aggregation.json, rewritten
+after every measurement so an interrupted run keeps what it measured) and prints a table on
+stdout; progress goes to stderr. Everything it creates (namespaces, veths, processes) is removed
+on exit, error or Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import os
+import platform
+import queue
+import select
+import signal
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # `python bench/aggregation.py` as well as `python -m bench.aggregation`
+    sys.path.insert(0, str(ROOT))
+
+METHODS = ("switch", "ps", "gloo")
+KB = 1000
+DEFAULT_WORKERS = [1, 2, 4, 8]
+DEFAULT_SIZES_KB = [10, 100, 1000, 13000]
+DEFAULT_REPEAT = 5
+BIG_SIZE_BYTES = 1_000_000  # sizes above this get --big-repeat timed calls
+DEFAULT_BIG_REPEAT = 1
+DEFAULT_SLOTS = 64
+QUICK = {"workers": [2], "sizes_kb": [10, 100], "repeat": 2}
+DEFAULT_OUT = ROOT / "bench" / "results" / "aggregation.json"
+
+JOB_ID = 1
+MEMBER_UDP_PORT = 40000
+PS_PORT = 5555
+GLOO_PORT = 29500
+SEED = 0
+# Rough forwarding rates of the software switch for the time estimate (and the timeouts, which
+# are many times the estimate): aggregation packets in, TCP frames forwarded.
+EST_AGG_PPS = 12_000
+EST_TCP_PPS = 25_000
+TCP_MSS = 1448
+SETTLE_S = 0.15  # let trailing ACKs land before reading interface counters
+STARTUP_TIMEOUT_S = 180.0  # worker processes import torch (and gloo rendezvous) on shared CPUs
+NOTE = (
+    "Timings are of the project's Python software switch (softswitch: AF_PACKET ports on veth "
+    "pairs, tens of thousands of packets/s, sharing the CPUs with the workers), not of a hardware "
+    "switch; they compare the methods on this target only."
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# sizes, estimates
+
+
+def numel_for(size_kb: int) -> int:
+    return max(1, size_kb * KB // 4)
+
+
+def size_label(nbytes: float) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if nbytes >= scale:
+            v = nbytes / scale
+            return f"{v:.3g} {unit}" if v < 100 else f"{v:.0f} {unit}"
+    return f"{nbytes:.0f} B"
+
+
+def repeat_for(size_kb: int, repeat: int, big_repeat: int) -> int:
+    return big_repeat if size_kb * KB > BIG_SIZE_BYTES else repeat
+
+
+def estimate_call_s(method: str, workers: int, numel: int) -> float:
+    """Rough seconds of one allreduce on the software switch (for the estimate and timeouts)."""
+    nbytes = 4 * numel
+    if method == "switch":
+        packets = workers * math.ceil(numel / 32)
+        return 0.01 + packets / EST_AGG_PPS
+    if method == "ps":  # N tensors to the server and N back, plus about one ACK per two segments
+        frames = 1.5 * 2 * workers * nbytes / TCP_MSS
+    else:  # ring: 2(N-1)/N of the tensor sent by each of N workers
+        frames = 1.5 * 2 * (workers - 1) * nbytes / TCP_MSS
+    return 0.01 + frames / EST_TCP_PPS
+
+
+def estimate_config_s(method: str, workers: int, sizes_kb: list[int], repeat: int, big_repeat: int) -> float:
+    total = 3.0 + 0.5 * workers  # process start-up
+    for kb in sizes_kb:
+        calls = 1 + repeat_for(kb, repeat, big_repeat)
+        total += calls * estimate_call_s(method, workers, numel_for(kb)) + 2 * SETTLE_S + 0.1 * workers
+    return total
+
+
+def phase_timeout_s(method: str, workers: int, numel: int, calls: int) -> float:
+    return 60.0 + 10.0 * calls * estimate_call_s(method, workers, numel)
+
+
+# ---------------------------------------------------------------------------------------------
+# worker side: `python -m bench.aggregation --role ...`, run inside a worker's namespace
+
+
+def _emit(**record: object) -> None:
+    sys.stdout.write(json.dumps(record) + "\n")
+    sys.stdout.flush()
+
+
+class _StdinLines:
+    """Lines from fd 0 with a timeout (the parent's go signals)."""
+
+    def __init__(self) -> None:
+        self.buf = b""
+
+    def readline(self, timeout: float) -> str | None:
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self.buf:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"no go signal from the benchmark within {timeout:g} s")
+            ready, _, _ = select.select([0], [], [], left)
+            if ready:
+                chunk = os.read(0, 4096)
+                if not chunk:
+                    return None  # parent gone
+                self.buf += chunk
+        line, _, self.buf = self.buf.partition(b"\n")
+        return line.decode()
+
+
+class _SwitchMethod:
+    def __init__(self, args: argparse.Namespace) -> None:
+        from host_agents.agg_client import AggregationClient
+        from host_agents.agg_protocol import AGG_UDP_PORT
+
+        self.client = AggregationClient(
+            (args.switch, AGG_UDP_PORT),
+            args.job,
+            args.rank,
+            args.workers,
+            args.slots,
+            bind=(args.bind, MEMBER_UDP_PORT),
+            timeout=args.retx_timeout,
+            max_tries=args.max_tries,
+        )
+
+    def allreduce(self, x):
+        y = self.client.allreduce(x)
+        st = self.client.last_stats
+        return y, st.bytes_sent, st.bytes_received, st.retransmissions
+
+    def close(self) -> None:
+        self.client.close()
+
+
+class _PsMethod:
+    def __init__(self, args: argparse.Namespace) -> None:
+        from host_agents.param_server import ParameterServerClient
+
+        host, _, port = args.server.rpartition(":")
+        self.client = ParameterServerClient(
+            host, int(port), args.rank, args.workers, timeout=args.phase_timeout
+        )
+
+    def allreduce(self, x):
+        s0, r0 = self.client.bytes_sent, self.client.bytes_received
+        y = self.client.allreduce(x)
+        return y, self.client.bytes_sent - s0, self.client.bytes_received - r0, 0
+
+    def close(self) -> None:
+        self.client.close()
+
+
+class _GlooMethod:
+    def __init__(self, args: argparse.Namespace) -> None:
+        from host_agents.gloo_allreduce import GlooAllreduce
+
+        host, _, port = args.master.rpartition(":")
+        self.world = args.workers
+        self.g = GlooAllreduce(args.rank, args.workers, host, int(port), args.phase_timeout, args.ifname)
+
+    def allreduce(self, x):
+        from host_agents.gloo_allreduce import bytes_on_wire_estimate
+
+        y = self.g.allreduce(x)
+        est = bytes_on_wire_estimate(x.numel(), self.world)
+        return y, est, est, 0
+
+    def close(self) -> None:
+        self.g.close()
+
+
+def _expected_sum(seed: int, workers: int, numel: int):
+    import torch
+
+    from host_agents.allreduce import input_tensor
+
+    total = torch.zeros(numel, dtype=torch.float64)
+    for w in range(workers):
+        total += input_tensor(seed, w, numel, 0).double()
+    return total
+
+
+def worker_main(args: argparse.Namespace) -> int:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C in the terminal: just go
+    from host_agents.allreduce import input_tensor
+
+    sizes = [int(s) for s in args.sizes.split(",")]
+    repeats = [int(r) for r in args.repeats.split(",")]
+    stdin = _StdinLines()
+    kind = {"switch-worker": _SwitchMethod, "ps-worker": _PsMethod, "gloo-worker": _GlooMethod}[args.role]
+    try:
+        method = kind(args)
+    except Exception as e:
+        _emit(event="error", message=f"{args.role} {args.rank}: set-up failed: {type(e).__name__}: {e}")
+        return 1
+    try:
+        _emit(event="up", rank=args.rank)
+        for numel, repeat in zip(sizes, repeats, strict=True):
+            x = input_tensor(args.seed, args.rank, numel, 0)
+            if stdin.readline(args.phase_timeout) is None:
+                return 1
+            t0 = time.perf_counter()
+            y, _, _, retx = method.allreduce(x)
+            warm_s = time.perf_counter() - t0
+            expect = _expected_sum(args.seed, args.workers, numel)
+            peak = float(expect.abs().max())
+            err = float((y.double() - expect).abs().max()) / (peak or 1.0)
+            _emit(event="warm", rank=args.rank, numel=numel, seconds=warm_s, max_rel_err=err, retx=retx)
+            if stdin.readline(args.phase_timeout) is None:
+                return 1
+            for rep in range(repeat):
+                t0 = time.perf_counter()
+                _, sent, received, retx = method.allreduce(x)
+                seconds = time.perf_counter() - t0
+                _emit(
+                    event="call", rank=args.rank, numel=numel, rep=rep, seconds=seconds,
+                    bytes_sent=sent, bytes_received=received, retransmissions=retx,
+                )
+            _emit(event="done", rank=args.rank, numel=numel)
+    except Exception as e:
+        _emit(event="error", message=f"{args.role} {args.rank}: {type(e).__name__}: {e}")
+        return 1
+    finally:
+        method.close()
+    return 0
+
+
+def build_worker_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m bench.aggregation --role ROLE",
+        description="INTERNAL: one benchmark worker inside a namespace, driven over stdin/stdout by "
+        "`python -m bench.aggregation` (not meant to be run by hand).",
+    )
+    p.add_argument("--role", required=True, choices=["switch-worker", "ps-worker", "gloo-worker"])
+    p.add_argument("--rank", type=int, required=True)
+    p.add_argument("--workers", type=int, required=True)
+    p.add_argument("--sizes", required=True, help="comma-separated element counts")
+    p.add_argument("--repeats", required=True, help="timed calls per size, comma-separated")
+    p.add_argument("--seed", type=int, default=SEED)
+    p.add_argument("--phase-timeout", type=float, default=300.0)
+    p.add_argument("--switch", help="switch-worker: the switch's aggregation IP")
+    p.add_argument("--bind", help="switch-worker: this worker's IP")
+    p.add_argument("--job", type=int, default=JOB_ID)
+    p.add_argument("--slots", type=int, default=DEFAULT_SLOTS)
+    p.add_argument("--retx-timeout", type=float, default=0.2)
+    p.add_argument("--max-tries", type=int, default=100)
+    p.add_argument("--server", help="ps-worker: IP:PORT of the parameter server")
+    p.add_argument("--master", help="gloo-worker: IP:PORT of rank 0's rendezvous")
+    p.add_argument("--ifname", help="gloo-worker: this namespace's interface")
+    return p
+
+
+# ---------------------------------------------------------------------------------------------
+# parent side
+
+
+class BenchError(RuntimeError):
+    pass
+
+
+def progress(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+class WorkerGroup:
+    """The N worker processes of one (method, workers) run; their JSON lines arrive on one queue."""
+
+    def __init__(self) -> None:
+        self.procs: list[subprocess.Popen[str]] = []
+        self.stderr: list[deque[str]] = []
+        self.events: queue.Queue[tuple[int, dict | None]] = queue.Queue()
+        self.exited: set[int] = set()  # workers whose stdout has closed
+
+    def start(self, ns, argv: list[str]) -> None:
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+        proc = ns.popen(argv, stdin=subprocess.PIPE, cwd=str(ROOT), env=env, start_new_session=True)
+        idx = len(self.procs)
+        self.procs.append(proc)
+        tail: deque[str] = deque(maxlen=40)
+        self.stderr.append(tail)
+        threading.Thread(target=self._read_out, args=(idx, proc), daemon=True).start()
+        threading.Thread(target=lambda: tail.extend(proc.stderr), daemon=True).start()
+
+    def _read_out(self, idx: int, proc: subprocess.Popen[str]) -> None:
+        for line in proc.stdout:
+            line = line.strip()
+            if line.startswith("{"):
+                try:
+                    self.events.put((idx, json.loads(line)))
+                except json.JSONDecodeError:
+                    pass
+        self.events.put((idx, None))
+
+    def go(self) -> None:
+        for p in self.procs:
+            p.stdin.write("go\n")
+            p.stdin.flush()
+
+    def wait_for(self, event: str, timeout: float, collect: list[dict] | None = None) -> list[dict]:
+        """Until every worker has sent `event`; other records go to `collect`. Raises BenchError on
+        a worker's error, exit, or the timeout."""
+        got: dict[int, dict] = {}
+        deadline = time.monotonic() + timeout
+        while len(got) < len(self.procs):
+            gone = sorted(self.exited - set(got))
+            if gone:
+                idx = gone[0]
+                time.sleep(0.2)  # let the stderr reader catch up
+                tail = "".join(self.stderr[idx]).strip()[-1500:]
+                rc = self.procs[idx].poll()
+                raise BenchError(f"worker {idx} exited (rc {rc}) before '{event}': {tail or 'no output'}")
+            left = deadline - time.monotonic()
+            if left <= 0:
+                missing = sorted(set(range(len(self.procs))) - set(got))
+                raise BenchError(
+                    f"timed out after {timeout:.0f} s waiting for '{event}' from workers {missing}"
+                )
+            try:
+                idx, rec = self.events.get(timeout=min(left, 1.0))
+            except queue.Empty:
+                continue
+            if rec is None:  # a worker that has sent its last 'done' may exit while others still work
+                self.exited.add(idx)
+                continue
+            if rec.get("event") == "error":
+                raise BenchError(rec.get("message", "worker error"))
+            if rec.get("event") == event:
+                got[idx] = rec
+            elif collect is not None:
+                collect.append(rec)
+        return [got[i] for i in range(len(self.procs))]
+
+    def stop(self) -> None:
+        for p in self.procs:
+            with contextlib.suppress(OSError, ValueError):
+                p.stdin.close()
+        deadline = time.monotonic() + 5
+        for p in self.procs:
+            try:
+                p.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                p.terminate()
+        for p in self.procs:
+            try:
+                p.wait(5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+
+@contextlib.contextmanager
+def worker_group() -> Iterator[WorkerGroup]:
+    g = WorkerGroup()
+    try:
+        yield g
+    finally:
+        g.stop()
+
+
+@contextlib.contextmanager
+def param_server(host, workers: int, timeout: float) -> Iterator[str]:
+    """`python -m host_agents.param_server` in the server host's namespace; yields IP:PORT."""
+    argv = [
+        sys.executable, "-m", "host_agents.param_server", "--host", host.ip, "--port", str(PS_PORT),
+        "--workers", str(workers), "--round-timeout", str(timeout), "--idle-timeout", str(timeout),
+        "--log-level", "WARNING",
+    ]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = host.ns.popen(argv, cwd=str(ROOT), env=env, start_new_session=True)
+    try:
+        ready, _, _ = select.select([proc.stdout], [], [], 30)
+        line = proc.stdout.readline() if ready else ""
+        if "listening" not in line:
+            proc.kill()
+            raise BenchError(f"parameter server did not start: {line!r} {proc.stderr.read()[-1000:]}")
+        threading.Thread(target=proc.stderr.read, daemon=True).start()  # never block on a full pipe
+        yield f"{host.ip}:{PS_PORT}"
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+IF_COUNTERS = ("tx_bytes", "rx_bytes", "tx_packets", "rx_packets")
+COUNTERS = (*IF_COUNTERS, "tcp_retrans_segs")
+
+
+def read_counters(host) -> dict[str, int]:
+    """The host interface's byte/packet counters and its namespace's TCP RetransSegs
+    (/proc/net/snmp is per network namespace)."""
+    base = f"/sys/class/net/{host.pair.ns_if}/statistics"
+    out = host.ns.run(["cat", *(f"{base}/{c}" for c in IF_COUNTERS), "/proc/net/snmp"], timeout=10).stdout
+    lines = out.splitlines()
+    values = dict(zip(IF_COUNTERS, (int(v) for v in lines[: len(IF_COUNTERS)]), strict=True))
+    tcp = [line.split()[1:] for line in lines if line.startswith("Tcp:")]
+    snmp = dict(zip(tcp[0], tcp[1], strict=True)) if len(tcp) >= 2 else {}
+    values["tcp_retrans_segs"] = int(snmp.get("RetransSegs", 0))
+    return values
+
+
+def _delta(after: dict[str, int], before: dict[str, int], calls: int) -> dict[str, float]:
+    return {k: (after[k] - before[k]) / calls for k in COUNTERS}
+
+
+def _deltas(after: list[dict[str, int]], before: list[dict[str, int]], calls: int) -> list[dict[str, float]]:
+    return [_delta(a, b, calls) for a, b in zip(after, before, strict=True)]
+
+
+@dataclass
+class Config:
+    workers: list[int]
+    sizes_kb: list[int]
+    methods: list[str]
+    repeat: int
+    big_repeat: int
+    slots: int
+    out: Path
+    results: list[dict] = field(default_factory=list)
+    meta: dict = field(default_factory=dict)
+
+    def save(self) -> None:
+        self.out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.out.with_suffix(self.out.suffix + ".tmp")
+        tmp.write_text(json.dumps({**self.meta, "results": self.results}, indent=1) + "\n")
+        tmp.replace(self.out)
+
+
+def worker_argv(cfg: Config, method: str, n: int, rank: int, tb, extra: dict) -> list[str]:
+    numels = [numel_for(kb) for kb in cfg.sizes_kb]
+    repeats = [repeat_for(kb, cfg.repeat, cfg.big_repeat) for kb in cfg.sizes_kb]
+    timeout = max(phase_timeout_s(method, n, m, 1 + r) for m, r in zip(numels, repeats, strict=True))
+    argv = [
+        sys.executable, "-m", "bench.aggregation", "--role", f"{method}-worker", "--rank", str(rank),
+        "--workers", str(n), "--sizes", ",".join(map(str, numels)), "--repeats", ",".join(map(str, repeats)),
+        "--phase-timeout", f"{timeout + STARTUP_TIMEOUT_S:.0f}",
+    ]
+    w = tb.workers[rank]
+    if method == "switch":
+        from topologies.testbed import switch_ip
+
+        argv += ["--switch", switch_ip(0), "--bind", w.ip, "--slots", str(cfg.slots), "--job", str(JOB_ID)]
+    elif method == "ps":
+        argv += ["--server", extra["server"]]
+    else:
+        argv += ["--master", f"{tb.workers[0].ip}:{GLOO_PORT}", "--ifname", w.host.pair.ns_if]
+    return argv
+
+
+def run_method(cfg: Config, tb, method: str, n: int) -> None:
+    """All sizes of one method with n workers on testbed `tb` (n workers + the server host)."""
+    workers = tb.workers[:n]
+    server_host = tb.workers[n].host
+    pending = list(cfg.sizes_kb)
+    with contextlib.ExitStack() as stack:
+        try:
+            extra: dict = {}
+            if method == "ps":
+                extra["server"] = stack.enter_context(param_server(server_host, n, 600.0))
+            group = stack.enter_context(worker_group())
+            for rank in range(n):
+                group.start(workers[rank].host.ns, worker_argv(cfg, method, n, rank, tb, extra))
+            t0 = time.monotonic()
+            group.wait_for("up", STARTUP_TIMEOUT_S)
+            progress(f"  {method} x{n}: {n} worker(s) up in {time.monotonic() - t0:.1f} s")
+            while pending:
+                kb = pending[0]
+                cfg.results.append(measure_size(cfg, group, workers, server_host, method, n, kb))
+                pending.pop(0)
+                cfg.save()
+        except BenchError as e:
+            progress(f"  {method} x{n}: FAILED: {e}")
+            for i, kb in enumerate(pending):
+                cfg.results.append(
+                    {"method": method, "workers": n, "size_kb": kb, "size_bytes": kb * KB,
+                     "error": str(e) if i == 0 else "skipped: an earlier size failed"}
+                )
+            cfg.save()
+
+
+def measure_size(cfg: Config, group: WorkerGroup, workers, server_host, method: str, n: int, kb: int) -> dict:
+    numel = numel_for(kb)
+    nbytes = 4 * numel
+    repeat = repeat_for(kb, cfg.repeat, cfg.big_repeat)
+    est = estimate_call_s(method, n, numel)
+    progress(
+        f"  {method} x{n} {size_label(nbytes)}: 1 warm-up + {repeat} timed call(s), "
+        f"estimate ~{est * (1 + repeat):.2g} s"
+    )
+    group.go()
+    warm = group.wait_for("warm", phase_timeout_s(method, n, numel, 1))
+    time.sleep(SETTLE_S)
+    hosts = [w.host for w in workers]
+    before = [read_counters(h) for h in hosts]
+    server_before = read_counters(server_host)
+    calls: list[dict] = []
+    t0 = time.monotonic()
+    group.go()
+    group.wait_for("done", phase_timeout_s(method, n, numel, repeat), collect=calls)
+    wall = time.monotonic() - t0
+    time.sleep(SETTLE_S)
+    after = [read_counters(h) for h in hosts]
+    server_after = read_counters(server_host)
+
+    per_rank = [[0.0] * repeat for _ in range(n)]
+    own_bytes = [0] * n
+    retx = sum(int(w.get("retx", 0)) for w in warm)
+    retx_timed = 0
+    for c in calls:
+        if c.get("event") != "call":
+            continue
+        per_rank[c["rank"]][c["rep"]] = c["seconds"]
+        own_bytes[c["rank"]] += c["bytes_sent"] + c["bytes_received"]
+        retx_timed += c["retransmissions"]
+    if method != "switch":  # TCP: segments the worker hosts' kernels retransmitted
+        hosts_after, hosts_before = after + [server_after], before + [server_before]  # ps: its server too
+        retx_timed = int(sum(w["tcp_retrans_segs"] for w in _deltas(hosts_after, hosts_before, 1)))
+    seconds = [max(per_rank[r][rep] for r in range(n)) for rep in range(repeat)]
+    wire = _deltas(after, before, repeat)
+    wire_mean = statistics.fmean(w["tx_bytes"] + w["rx_bytes"] for w in wire)
+    median = statistics.median(seconds)
+    err = max(w["max_rel_err"] for w in warm)
+    res = {
+        "method": method,
+        "workers": n,
+        "size_kb": kb,
+        "size_bytes": nbytes,
+        "numel": numel,
+        "repeat": repeat,
+        "seconds": seconds,
+        "seconds_per_worker": per_rank,
+        "median_s": median,
+        "min_s": min(seconds),
+        "algbw_MBps": nbytes / median / 1e6,
+        "timed_wall_s": wall,
+        "warmup_s": max(w["seconds"] for w in warm),
+        "wire_per_worker_per_call": wire,
+        "wire_tx_rx_bytes_per_worker_per_call": wire_mean,
+        "method_bytes_per_worker_per_call": statistics.fmean(own_bytes) / repeat,
+        "method_bytes_kind": {
+            "switch": "Ethernet frames the client sent + received",
+            "ps": "payload + 32-byte frame headers sent + received (no TCP/IP/Ethernet headers)",
+            "gloo": "analytic ring estimate of payload sent + received (gloo has no counters)",
+        }[method],
+        "server_wire_per_call": _delta(server_after, server_before, repeat) if method == "ps" else None,
+        "retransmissions_warmup": retx,
+        "retransmissions_timed": retx_timed,
+        "retransmissions_kind": "aggregation packets resent by the clients" if method == "switch"
+        else "TCP segments resent by the hosts (/proc/net/snmp RetransSegs, all workers + the ps server)",
+        "max_rel_err": err,
+        "check_ok": err < 1e-4,
+        "error": None,
+    }
+    progress(
+        f"  {method} x{n} {size_label(nbytes)}: median {median * 1e3:.1f} ms, "
+        f"min {min(seconds) * 1e3:.1f} ms, "
+        f"{res['algbw_MBps']:.2f} MB/s, wire {size_label(wire_mean)}/worker/call, retx {retx_timed}, "
+        f"err {err:.1e}"
+    )
+    return res
+
+
+def nameservers() -> list[str]:
+    """IPv4 nameservers of /etc/resolv.conf that are not loopback addresses."""
+    try:
+        lines = Path("/etc/resolv.conf").read_text().splitlines()
+    except OSError:
+        return []
+    out = []
+    for line in lines:
+        parts = line.split()
+        if len(parts) >= 2 and parts[0] == "nameserver":
+            ip = parts[1]
+            if "." in ip and ":" not in ip and not ip.startswith("127."):
+                out.append(ip)
+    return out
+
+
+def fail_dns_fast(tb) -> None:
+    """Gloo's rendezvous does reverse lookups (getnameinfo) of its peers; inside a worker namespace
+    the host's nameserver lies behind the switch, which drops the query, so each lookup waits for
+    the resolver's timeout (~10 s per rank start-up). An `unreachable` route to the nameserver in
+    each namespace (gone with the namespace) makes lookups fail at once instead."""
+    for w in tb.workers:
+        for ip in nameservers():
+            w.host.ns.run(["ip", "route", "replace", "unreachable", f"{ip}/32"], check=False)
+
+
+def run(cfg: Config) -> None:
+    from topologies.netns import netns_unavailable
+    from topologies.testbed import Testbed, star
+
+    if (reason := netns_unavailable()) is not None:
+        raise SystemExit(f"aggregation benchmark: {reason}")
+    for n in cfg.workers:
+        progress(f"workers={n}: building a star of {n} worker(s) + 1 parameter-server host on one switch")
+        t0 = time.monotonic()
+        with star(n + 1) as tb:
+            progress(f"workers={n}: testbed up in {time.monotonic() - t0:.1f} s")
+            fail_dns_fast(tb)
+            if "switch" in cfg.methods:
+                job_net = Testbed(tb.switches, tb.workers[:n])  # members: the workers, not the PS host
+                job_net.install_job(JOB_ID, 0, cfg.slots, udp_port=MEMBER_UDP_PORT)
+            for method in cfg.methods:
+                est = estimate_config_s(method, n, cfg.sizes_kb, cfg.repeat, cfg.big_repeat)
+                progress(f"  {method} x{n}: starting (estimate ~{est:.0f} s)")
+                run_method(cfg, tb, method, n)
+
+
+def format_table(results: list[dict], meta: dict) -> str:
+    lines = [
+        "In-network aggregation vs parameter server vs gloo ring allreduce (sum of float32 tensors)",
+        f"NOTE: {NOTE}",
+        f"host: {meta['host']['cpus']} CPUs, {meta['host']['machine']}; "
+        f"switch window {meta['config']['slots']} "
+        "slots/worker; time = slowest worker's call; wire = interface tx+rx bytes per worker per call",
+        "",
+    ]
+    head = (
+        f"{'method':<7} {'N':>2} {'size':>8} {'rep':>3} {'median ms':>10} {'min ms':>10} {'algbw MB/s':>10} "
+        f"{'wire/worker':>12} {'wire/size':>9} {'own count':>10} {'retx':>5} {'check':>6}"
+    )
+    lines += [head, "-" * len(head)]
+    for r in results:
+        if r.get("error"):
+            where = f"{r['method']:<7} {r['workers']:>2} {size_label(r['size_bytes']):>8}"
+            lines.append(f"{where}   ERROR: {r['error']}")
+            continue
+        lines.append(
+            f"{r['method']:<7} {r['workers']:>2} {size_label(r['size_bytes']):>8} {r['repeat']:>3} "
+            f"{r['median_s'] * 1e3:>10.1f} {r['min_s'] * 1e3:>10.1f} {r['algbw_MBps']:>10.2f} "
+            f"{size_label(r['wire_tx_rx_bytes_per_worker_per_call']):>12} "
+            f"{r['wire_tx_rx_bytes_per_worker_per_call'] / r['size_bytes']:>9.2f} "
+            f"{size_label(r['method_bytes_per_worker_per_call']):>10} {r['retransmissions_timed']:>5} "
+            f"{'ok' if r['check_ok'] else 'BAD':>6}"
+        )
+    lines += [
+        "",
+        "own count: switch = its frames; ps = payload + framing (no TCP/IP headers); gloo = analytic "
+        "payload estimate. retx (timed calls, all workers): switch = client retransmissions; ps, gloo = "
+        "TCP segments the hosts (workers, ps server) retransmitted (RetransSegs). check = warm-up "
+        "result vs the exact sum (max error / max |sum| < 1e-4).",
+    ]
+    return "\n".join(lines)
+
+
+def _int_list(text: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of integers") from None
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: need positive integers")
+    return values
+
+
+def _methods(text: str) -> list[str]:
+    values = [v.strip() for v in text.split(",") if v.strip()]
+    bad = [v for v in values if v not in METHODS]
+    if bad or not values:
+        raise argparse.ArgumentTypeError(f"unknown method(s) {bad}; choose from {','.join(METHODS)}")
+    return values
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m bench.aggregation",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Internal: the benchmark re-runs this module with --role switch-worker|ps-worker|"
+        "gloo-worker inside each worker's namespace (see `--role switch-worker --help`).",
+    )
+    p.add_argument("--workers", type=_int_list, default=None,
+                   help=f"comma-separated worker counts (default {','.join(map(str, DEFAULT_WORKERS))})")
+    p.add_argument("--sizes-kb", type=_int_list, default=None,
+                   help="comma-separated tensor sizes in KB of float32, 1 KB = 1000 bytes "
+                   f"(default {','.join(map(str, DEFAULT_SIZES_KB))})")
+    p.add_argument("--methods", type=_methods, default=list(METHODS),
+                   help=f"comma-separated subset of {','.join(METHODS)} (default: all)")
+    p.add_argument("--repeat", type=int, default=None,
+                   help=f"timed calls per size after one warm-up call (default {DEFAULT_REPEAT})")
+    p.add_argument("--big-repeat", type=int, default=DEFAULT_BIG_REPEAT,
+                   help=f"timed calls for sizes above {BIG_SIZE_BYTES // 1_000_000} MB, which take long on "
+                   "the software switch (default %(default)s)")
+    p.add_argument("--slots", type=int, default=DEFAULT_SLOTS,
+                   help="switch method: the job's slots = each worker's window of outstanding packets "
+                   "(default %(default)s)")
+    p.add_argument("--quick", action="store_true",
+                   help=f"smoke run: workers {QUICK['workers'][0]}, "
+                   f"sizes {','.join(map(str, QUICK['sizes_kb']))} KB, repeat {QUICK['repeat']} "
+                   "(explicit --workers/--sizes-kb/--repeat still win)")
+    p.add_argument("--out", type=Path, default=DEFAULT_OUT,
+                   help="JSON output (default bench/results/aggregation.json)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if any(a == "--role" or a.startswith("--role=") for a in argv):
+        return worker_main(build_worker_parser().parse_args(argv))
+    args = build_parser().parse_args(argv)
+    quick = QUICK if args.quick else {}
+    cfg = Config(
+        workers=args.workers or quick.get("workers", DEFAULT_WORKERS),
+        sizes_kb=args.sizes_kb or quick.get("sizes_kb", DEFAULT_SIZES_KB),
+        methods=args.methods,
+        repeat=args.repeat or quick.get("repeat", DEFAULT_REPEAT),
+        big_repeat=args.big_repeat,
+        slots=args.slots,
+        out=args.out,
+    )
+    if cfg.repeat < 1 or cfg.big_repeat < 1 or not 1 <= cfg.slots <= 1024:
+        print("error: --repeat and --big-repeat must be >= 1, --slots 1..1024", file=sys.stderr)
+        return 2
+    import torch
+
+    cfg.meta = {
+        "benchmark": "aggregation",
+        "note": NOTE,
+        "host": {
+            "cpus": os.cpu_count(), "machine": platform.machine(), "platform": platform.platform(),
+            "python": platform.python_version(), "torch": torch.__version__,
+        },
+        "config": {
+            "workers": cfg.workers, "sizes_kb": cfg.sizes_kb, "methods": cfg.methods, "repeat": cfg.repeat,
+            "big_repeat": cfg.big_repeat, "big_size_bytes": BIG_SIZE_BYTES, "slots": cfg.slots, "seed": SEED,
+            "kb_bytes": KB,
+        },
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "interrupted": False,
+    }
+    total = sum(
+        estimate_config_s(m, n, cfg.sizes_kb, cfg.repeat, cfg.big_repeat) + 2 + n
+        for n in cfg.workers for m in cfg.methods
+    )
+    progress(NOTE)
+    progress(
+        f"workers {cfg.workers}, sizes {cfg.sizes_kb} KB, methods {cfg.methods}, repeat {cfg.repeat} "
+        f"({cfg.big_repeat} above 1 MB), window {cfg.slots} slots; rough estimate ~{total / 60:.1f} min"
+    )
+
+    def on_term(*_: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, on_term)
+    rc = 0
+    try:
+        run(cfg)
+    except KeyboardInterrupt:
+        progress("interrupted: cleaning up, keeping what was measured")
+        cfg.meta["interrupted"] = True
+        rc = 130
+    cfg.meta["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    cfg.save()
+    print(format_table(cfg.results, cfg.meta))
+    print(f"\nJSON: {cfg.out}")
+    if rc == 0 and any(r.get("error") for r in cfg.results):
+        rc = 1
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
