@@ -351,9 +351,13 @@ class WorkerGroup:
         self.events.put((idx, None))
 
     def go(self) -> None:
-        for p in self.procs:
-            p.stdin.write("go\n")
-            p.stdin.flush()
+        for idx, p in enumerate(self.procs):
+            try:
+                p.stdin.write("go\n")
+                p.stdin.flush()
+            except OSError as e:  # the worker is gone
+                tail = "".join(self.stderr[idx]).strip()[-1500:]
+                raise BenchError(f"worker {idx} is gone ({e}): {tail or 'no output'}") from e
 
     def wait_for(self, event: str, timeout: float, collect: list[dict] | None = None) -> list[dict]:
         """Until every worker has sent `event`; other records go to `collect`. Raises BenchError on
@@ -530,7 +534,7 @@ def run_method(cfg: Config, tb, method: str, n: int) -> None:
                 cfg.results.append(measure_size(cfg, group, workers, server_host, method, n, kb))
                 pending.pop(0)
                 cfg.save()
-        except BenchError as e:
+        except (BenchError, OSError, RuntimeError, subprocess.TimeoutExpired) as e:
             progress(f"  {method} x{n}: FAILED: {e}")
             for i, kb in enumerate(pending):
                 cfg.results.append(
