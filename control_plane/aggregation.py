@@ -274,6 +274,11 @@ class JobManager:
                 raise ControlPlaneError(
                     f"job {job.job_id}: multicast group {job.group_id} belongs to job {other}"
                 )
+        if self.client.multicast_group(job.group_id):
+            raise ControlPlaneError(
+                f"job {job.job_id}: multicast group {job.group_id} exists already (a flood group?); "
+                f"pick another mgid"
+            )
         # State first, the job entry last: no packet can reach the job before it is complete.
         # A refused write undoes the ones before it, so a failed create leaves nothing behind.
         undo: list = []
@@ -346,7 +351,12 @@ class JobManager:
     def remove_worker(self, job_id: int, worker_id: int) -> Job:
         """Take a failed worker out of a job: it no longer counts, receives or is awaited.
         A synchronous job waits for the remaining members; an asynchronous one keeps its
-        threshold (and is synchronous once that equals the members left)."""
+        threshold (and is synchronous once that equals the members left).
+
+        Rounds in flight keep the contributions they hold (the removed worker's included); one
+        that already holds the new threshold is complete, and its result reaches each waiting
+        worker as the reply to its next retransmission, with the members seen as its bitmap.
+        Cells are not reset here: a reset racing live packets could strand a round."""
         job = self.read(job_id)
         if worker_id not in {m.worker_id for m in job.members}:
             raise ControlPlaneError(f"worker {worker_id} is not a member of job {job_id}")

@@ -421,6 +421,22 @@ class P4RuntimeClient:
         got = self.read([ent], f"read register {name}[{index}]")
         return int.from_bytes(got[0].register_entry.data.bitstring, "big") if got else 0
 
+    def read_registers(self, name: str, indexes: Sequence[int]) -> dict[int, int]:
+        """Several cells of register array ``name`` in one Read."""
+        r = self.info.register(name)
+        entities = []
+        for index in indexes:
+            if not 0 <= index < r.size:
+                raise ControlPlaneError(f"register {name} has {r.size} cells; index {index} is outside")
+            ent = p4runtime_pb2.Entity()
+            ent.register_entry.register_id = r.preamble.id
+            ent.register_entry.index.index = index
+            entities.append(ent)
+        got = self.read(entities, f"read register {name}") if entities else []
+        return {
+            e.register_entry.index.index: int.from_bytes(e.register_entry.data.bitstring, "big") for e in got
+        }
+
     def read_counter(self, name: str, index: int) -> tuple[int, int]:
         """(packets, bytes) of counter ``name`` at ``index``."""
         c = self.info.counter(name)

@@ -145,6 +145,7 @@ class AggregationClient:
         self.sock.setblocking(False)
         self.slots = [_Slot(i) for i in range(num_slots)]
         self.version = 0
+        self._async_size: int | None = None
         self.last_info: ChunkInfo | None = None
         self.last_stats = AllreduceStats()
         self.totals = AllreduceStats()
@@ -179,6 +180,15 @@ class AggregationClient:
             raise ValueError("the tensor holds NaN or infinity; it cannot be aggregated in fixed point")
         self.version = self.version + 1 if version is None else version
         n = flat.size
+        if self.asynchronous:
+            # round numbers name calls only if every call runs the same rounds (docs/protocol.md)
+            if self._async_size is None:
+                self._async_size = n
+            elif n != self._async_size:
+                raise ValueError(
+                    f"an asynchronous job's tensors must all have the same size: this "
+                    f"client first sent {self._async_size} elements, now {n}"
+                )
         chunks = max(1, -(-n // VALUES_PER_PACKET))
         blocks = np.zeros((chunks, VALUES_PER_PACKET), np.float32)
         blocks.reshape(-1)[:n] = flat
@@ -230,8 +240,10 @@ class AggregationClient:
         while pending:
             deadline = min(s.sent_at for s in active if s.packet) + self.timeout
             ready, _, _ = select.select([self.sock], [], [], max(0.0, deadline - time.monotonic()))
-            if not ready:
+            if not ready or time.monotonic() >= deadline:
+                # also after a drain: a stream of ignored packets must not hold retransmissions back
                 self._retransmit_overdue(active, stats)
+            if not ready:
                 continue
             while True:
                 try:

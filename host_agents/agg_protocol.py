@@ -108,7 +108,10 @@ def block_exponents(blocks: np.ndarray) -> np.ndarray:
     if not np.isfinite(peak).all():
         raise ValueError("tensor holds NaN or infinity; it cannot be aggregated in fixed point")
     _, e = np.frexp(peak)  # peak = m * 2**e with 0.5 <= m < 1, so peak < 2**e
-    return np.where(peak > 0, np.clip(e.astype(np.int64) + EXP_BIAS, 1, 255), 0)
+    biased = e.astype(np.int64) + EXP_BIAS
+    if (biased > 255).any():
+        raise ValueError("values of 2**127 or more cannot be given a block exponent")
+    return np.where(peak > 0, np.maximum(biased, 1), 0)
 
 
 def block_exponent(block: np.ndarray) -> int:

@@ -52,7 +52,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--worker", type=int, required=True, help="this worker's id in the job")
     p.add_argument("--workers", type=int, required=True, help="number of workers whose gradients are summed")
     p.add_argument("--slots", type=int, required=True, help="the job's slot count (= window)")
-    p.add_argument("--threshold", type=int, default=None, help="asynchronous job: contributions per result")
+    p.add_argument(
+        "--threshold",
+        type=int,
+        default=None,
+        help="the job's threshold when it is asynchronous (fewer than --workers); required for "
+        "such jobs, as is --fixed-exponent",
+    )
     p.add_argument(
         "--fixed-exponent",
         type=int,
@@ -62,9 +68,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sizes", default="1000", help="comma-separated tensor sizes in elements")
     p.add_argument("--repeat", type=int, default=1, help="allreduce calls per size")
     p.add_argument("--seed", type=int, default=0, help="seed of the inputs")
-    p.add_argument("--input-id", type=int, default=None,
-                   help="which input stream to use (default: the worker id; set it where ids repeat, "
-                   "as on the child switches of a hierarchical job)")
+    p.add_argument(
+        "--input-id",
+        type=int,
+        default=None,
+        help="which input stream to use (default: the worker id; set it where ids repeat, "
+        "as on the child switches of a hierarchical job)",
+    )
     p.add_argument("--timeout", type=float, default=0.2, help="retransmission timeout in seconds")
     p.add_argument("--max-tries", type=int, default=50, help="tries per packet before giving up")
     p.add_argument(

@@ -53,7 +53,11 @@ OP_PUSH = 3
 OP_RESULT = 4
 OP_ERROR = 5
 _OP_NAMES = {
-    OP_HELLO: "HELLO", OP_WELCOME: "WELCOME", OP_PUSH: "PUSH", OP_RESULT: "RESULT", OP_ERROR: "ERROR",
+    OP_HELLO: "HELLO",
+    OP_WELCOME: "WELCOME",
+    OP_PUSH: "PUSH",
+    OP_RESULT: "RESULT",
+    OP_ERROR: "ERROR",
 }
 
 DTYPE_BYTES = 0
@@ -262,7 +266,9 @@ class ParameterServer:
                 if not self._closing.is_set():
                     log.warning(
                         "parameter server: client %s (worker %d): %s; closing that connection",
-                        peer, state["worker"], error,
+                        peer,
+                        state["worker"],
+                        error,
                     )
                 self._send_error(conn, max(state["worker"], 0), error)
             with self._cond:
@@ -567,16 +573,22 @@ def main(argv: list[str] | None = None) -> int:
         "--workers", type=int, required=True, help="number of workers taking part in every round (required)"
     )
     parser.add_argument(
-        "--round-timeout", type=float, default=60.0,
+        "--round-timeout",
+        type=float,
+        default=60.0,
         help="seconds a round may wait for missing workers before it is aborted (default: %(default)s)",
     )
     parser.add_argument(
-        "--idle-timeout", type=float, default=300.0,
+        "--idle-timeout",
+        type=float,
+        default=300.0,
         help="seconds a connection may stay silent between messages before it is closed "
         "(default: %(default)s)",
     )
     parser.add_argument(
-        "--max-message-bytes", type=int, default=DEFAULT_MAX_MESSAGE_BYTES,
+        "--max-message-bytes",
+        type=int,
+        default=DEFAULT_MAX_MESSAGE_BYTES,
         help="largest payload accepted in one message (default: %(default)s)",
     )
     parser.add_argument("--log-level", default="INFO", help="logging level (default: %(default)s)")
@@ -584,8 +596,11 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(message)s")
 
     server = ParameterServer(
-        args.host, args.port, args.workers,
-        round_timeout_s=args.round_timeout, idle_timeout_s=args.idle_timeout,
+        args.host,
+        args.port,
+        args.workers,
+        round_timeout_s=args.round_timeout,
+        idle_timeout_s=args.idle_timeout,
         max_message_bytes=args.max_message_bytes,
     )
     port = server.start()

@@ -48,7 +48,7 @@ control Aggregation(inout headers_t hdr, inout metadata_t meta,
     AGG_VALUE_LIST(AGG_VALUE_REGISTER)
 
     // ---- counters the control plane reads ----
-    counter(AGG_MAX_JOBS, CounterType.packets) agg_aggregated;       // contributions added
+    counter(AGG_MAX_JOBS, CounterType.packets) agg_aggregated;       // packets counted (header-only too)
     counter(AGG_MAX_JOBS, CounterType.packets) agg_retransmissions;  // duplicates and late ones
     counter(AGG_MAX_JOBS, CounterType.packets) agg_stale;            // older rounds, answered STALE
     counter(AGG_REJECT_REASONS, CounterType.packets) agg_rejected;   // by AGG_REJECT_* reason
@@ -243,16 +243,21 @@ control Aggregation(inout headers_t hdr, inout metadata_t meta,
                     meta.agg.mode = AGG_MODE_WRITE;
                 }
 
-                // 3. the result's member bitmap: fixed by the contribution that completes.
+                // 3. the result's member bitmap: fixed by the contribution that completes, 0 until
+                // then. A round can also become complete without one: when the control plane
+                // lowers the threshold (a failed worker removed) below the count it holds; its
+                // replies then name the members seen.
                 worker_bitmap_t result_bitmap;
                 agg_result_bitmap.read(result_bitmap, meta.agg.cell);
                 if (!is_data) {
                     result_bitmap = hdr.agg.bitmap;
                 } else if (meta.agg.completes == 1) {
                     result_bitmap = seen;
+                } else if (meta.agg.new_round == 1) {
+                    result_bitmap = 0;
                 }
                 agg_result_bitmap.write(meta.agg.cell, result_bitmap);
-                hdr.agg.bitmap = result_bitmap;
+                hdr.agg.bitmap = (result_bitmap == 0 && is_data) ? seen : result_bitmap;
 
                 // 4. per-round metadata: contributions, next block exponent, model versions.
                 bit<16> contrib;
@@ -283,16 +288,20 @@ control Aggregation(inout headers_t hdr, inout metadata_t meta,
                 hdr.agg.version_lo = version_lo;
                 hdr.agg.version_hi = version_hi;
 
-                // 5. the values: new = (old & keep) + (v & add) covers write, add and read.
-                if (hdr.agg_values.isValid()) {
+                // 5. the values: new = (old & keep) + (v & add) covers write, add and read. A
+                // header-only packet that starts a round writes zeros, so that no value of an
+                // older round can leak into this one.
+                if (hdr.agg_values.isValid() || meta.agg.mode == AGG_MODE_WRITE) {
                     meta.agg.keep_mask = meta.agg.mode == AGG_MODE_WRITE ? 32w0 : 32w0xffffffff;
-                    meta.agg.add_mask = meta.agg.mode == AGG_MODE_READ ? 32w0 : 32w0xffffffff;
+                    meta.agg.add_mask = (meta.agg.mode == AGG_MODE_READ || !hdr.agg_values.isValid())
+                                        ? 32w0 : 32w0xffffffff;
                     bit<32> cell_value;
 #define AGG_VALUE_STEP(i) \
                     agg_value_##i.read(cell_value, meta.agg.cell); \
-                    hdr.agg_values.v##i = (cell_value & meta.agg.keep_mask) \
-                                          + (hdr.agg_values.v##i & meta.agg.add_mask); \
-                    agg_value_##i.write(meta.agg.cell, hdr.agg_values.v##i);
+                    cell_value = (cell_value & meta.agg.keep_mask) \
+                                 + (hdr.agg_values.v##i & meta.agg.add_mask); \
+                    agg_value_##i.write(meta.agg.cell, cell_value); \
+                    hdr.agg_values.v##i = cell_value;
                     AGG_VALUE_LIST(AGG_VALUE_STEP)
                 }
 

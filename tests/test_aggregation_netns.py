@@ -12,6 +12,7 @@ import json
 import math
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -311,3 +312,21 @@ def test_asynchronous_job_sums_exactly_the_contributors_it_names(tmp_path: Path)
             )
         got = results[holders[0]][lo:hi]
         assert (np.abs(got - expected) <= bound).all(), f"chunk {c} differs from its contributors' sum"
+
+
+def test_removing_a_failed_worker_lets_the_others_finish(tmp_path: Path) -> None:
+    """A synchronous job of 3 whose worker 2 never shows up: the others wait (retransmitting)
+    until the controller removes worker 2; then their rounds complete with the sum of the two."""
+    with star(3) as tb:
+        tb.install_job(1, slot_base=0, num_slots=16)
+        procs = run_workers(tb, tmp_path, 1, 16, [1000], workers=tb.workers[:2], num_workers=3)
+        time.sleep(1.5)  # every slot's first round now holds 2 of 3 contributions
+        assert all(p.poll() is None for p in procs), "workers finished without worker 2"
+        tb.root.controller.jobs.remove_worker(1, 2)
+        wait_all(procs)
+    inputs = [input_tensor(0, w, 1000).numpy().astype(np.float64) for w in (0, 1)]
+    expected = np.sum(inputs, axis=0)
+    bound = quantization_bound(inputs) * 2  # scaled for 3 workers: one more bit of headroom
+    for rank in (0, 1):
+        got = np.load(tmp_path / f"job1_r{rank}" / "result_1000_0.npy")
+        assert (np.abs(got - expected) <= bound).all()

@@ -1,6 +1,6 @@
 /*
- * headers.p4 -- packet headers and metadata of innet.p4. The scapy layers in
- * host_agents/agg_protocol.py mirror these field for field (docs/protocol.md).
+ * headers.p4 -- packet headers and metadata of innet.p4. host_agents/agg_protocol.py (struct)
+ * and host_agents/agg_layers.py (scapy) mirror these field for field (docs/protocol.md).
  */
 #ifndef INNET_HEADERS_P4
 #define INNET_HEADERS_P4

@@ -1,7 +1,7 @@
 /*
  * types.p4 -- constants and type names shared by every innet.p4 control.
  * The numbers here are the wire protocol's (docs/protocol.md); host_agents/agg_protocol.py
- * mirrors them and tests/test_innet_p4_constants.py checks that both agree.
+ * mirrors them and tests/test_agg_protocol.py checks that both agree.
  */
 #ifndef INNET_TYPES_P4
 #define INNET_TYPES_P4
