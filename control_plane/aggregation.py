@@ -166,12 +166,15 @@ class Aggregation:
         """job id -> set_job parameters, as installed."""
         return {e.match["hdr.agg.job_id"]: e.params for e in self.client.read_entries(self.p + "agg_jobs")}
 
-    def member_ids(self, job_id: int) -> list[int]:
-        return sorted(
-            e.match["hdr.agg.worker_id"]
-            for e in self.client.read_entries(self.p + "agg_members")
+    def member_ports(self, job_id: int) -> dict[int, int]:
+        """worker id -> the switch port the member is bound to, as installed."""
+        return {
+            e.match["hdr.agg.worker_id"]: e.params["port"]
+            for e in sorted(
+                self.client.read_entries(self.p + "agg_members"), key=lambda e: e.match["hdr.agg.worker_id"]
+            )
             if e.match["hdr.agg.job_id"] == job_id
-        )
+        }
 
     def parent(self, job_id: int) -> Parent | None:
         for e in self.client.read_entries(self.p + "agg_parent"):
@@ -308,17 +311,16 @@ class JobManager:
         params = self.ingress.jobs().get(job_id)
         if params is None:
             raise ControlPlaneError(f"no job {job_id} on {self.client.address}")
-        ports = dict((inst, port) for port, inst in self.client.multicast_group(params["mgid"]))
         addrs = self.egress.member_addrs(job_id)
         members = [
             Member(
                 w,
-                ports.get(w, -1),
+                port,
                 int_to_mac(addrs[w]["mac"]),
                 int_to_ip(addrs[w]["ip"]),
                 addrs[w]["udp_port"],
             )
-            for w in self.ingress.member_ids(job_id)
+            for w, port in self.ingress.member_ports(job_id).items()
             if w in addrs
         ]
         threshold = params["threshold"]

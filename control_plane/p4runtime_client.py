@@ -414,20 +414,13 @@ class P4RuntimeClient:
         self.write(updates, f"write register {name}")
 
     def read_register(self, name: str, index: int) -> int:
-        r = self.info.register(name)
-        ent = p4runtime_pb2.Entity()
-        ent.register_entry.register_id = r.preamble.id
-        ent.register_entry.index.index = index
-        got = self.read([ent], f"read register {name}[{index}]")
-        return int.from_bytes(got[0].register_entry.data.bitstring, "big") if got else 0
+        return self.read_registers(name, [index]).get(index, 0)
 
     def read_registers(self, name: str, indexes: Sequence[int]) -> dict[int, int]:
         """Several cells of register array ``name`` in one Read."""
         r = self.info.register(name)
         entities = []
-        for index in indexes:
-            if not 0 <= index < r.size:
-                raise ControlPlaneError(f"register {name} has {r.size} cells; index {index} is outside")
+        for index in indexes:  # an index outside the array: the switch answers OUT_OF_RANGE
             ent = p4runtime_pb2.Entity()
             ent.register_entry.register_id = r.preamble.id
             ent.register_entry.index.index = index

@@ -273,7 +273,7 @@ class AggregationClient:
                     continue
                 slot = active[slot_i]
                 if op == OP_STALE and rnd != slot.round & 0xFFFF:
-                    self._on_stale(slot, _unwrap(slot.round, rnd), rounds_per_slot, info, stats)
+                    self._on_stale(slot, _unwrap(slot.round, rnd), rounds_per_slot, stats)
                 elif op == OP_RESULT and rnd == slot.round & 0xFFFF:
                     c = slot.chunk
                     if c >= 0:
@@ -299,12 +299,9 @@ class AggregationClient:
 
     @staticmethod
     def _next_chunk(slot: _Slot) -> int:
-        for c in slot.rounds:
-            if c >= 0:
-                return c
-            if c == -1:
-                return -1
-        return -1
+        """Chunk of the slot's next round (-1: padding or none). The bootstrap round (-2) is
+        always the first one popped, so it is never next."""
+        return slot.rounds[0] if slot.rounds else -1
 
     def _send_next(
         self,
@@ -368,11 +365,10 @@ class AggregationClient:
                 stats.retransmissions += 1
                 self._send(slot, stats)
 
-    def _on_stale(
-        self, slot: _Slot, held: int, rounds_per_slot: int, info: ChunkInfo, stats: AllreduceStats
-    ) -> None:
+    def _on_stale(self, slot: _Slot, held: int, rounds_per_slot: int, stats: AllreduceStats) -> None:
         """This host fell behind on ``slot`` (asynchronous jobs): the rest of its rounds in this call
-        are missing (count 0) and the slot rejoins at the first round of the next call after ``held``."""
+        stay missing (count and bitmap 0: no result came for them) and the slot rejoins at the first
+        round of the next call after ``held``."""
         if not self.asynchronous:
             raise RuntimeError(
                 f"job {self.job_id} worker {self.worker_id}: the switch holds round {held} of slot "
@@ -380,17 +376,6 @@ class AggregationClient:
                 f"(a worker restarted or the job was reset); reset the job and restart every worker"
             )
         stats.stale += 1
-        missing = [slot.chunk] + [c for c in slot.rounds if c >= 0]
-        for c in missing:
-            if c >= 0:
-                info.count[c] = 0
+        log.info("slot %d: round %d is stale (switch holds %d)", slot.index, slot.round, held)
         slot.rounds = []
-        calls_done = -(-held // rounds_per_slot)
-        slot.round = calls_done * rounds_per_slot
-        log.info(
-            "slot %d: round %d is stale (switch holds %d); rejoining at round %d",
-            slot.index,
-            slot.round,
-            held,
-            slot.round + 1,
-        )
+        slot.round = -(-held // rounds_per_slot) * rounds_per_slot  # the next round is the next call's first

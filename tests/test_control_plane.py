@@ -145,7 +145,7 @@ def fill_cells(sc: SwitchController, cells: range) -> dict[str, dict[int, int]]:
 
 
 def read_cells(sc: SwitchController, cells: range) -> dict[str, dict[int, int]]:
-    return {reg: {c: sc.client.read_register(AGG + reg, c) for c in cells} for reg in STATE_REGISTERS}
+    return {reg: sc.client.read_registers(AGG + reg, cells) for reg in STATE_REGISTERS}
 
 
 def job_cells(slot_base: int, num_slots: int) -> range:
@@ -551,7 +551,7 @@ def test_remove_worker_from_synchronous_job(sc: SwitchController) -> None:
     params = sc.jobs.ingress.jobs()[50]
     assert params["threshold"] == 2
     assert params["switch_mac"] == mac_to_int(SWITCH_MAC) and params["switch_ip"] == ip_to_int(SWITCH_IP)
-    assert sc.jobs.ingress.member_ids(50) == [0, 2]
+    assert list(sc.jobs.ingress.member_ports(50)) == [0, 2]
     assert sorted(sc.jobs.egress.member_addrs(50)) == [0, 2]
     assert sorted(sc.client.multicast_group(AGG_MGID_BASE + 50)) == [(1, 0), (3, 2)]
 
@@ -574,7 +574,7 @@ def test_remove_worker_from_asynchronous_job(sc: SwitchController) -> None:
     assert [m.worker_id for m in got.members] == [1, 2]
     assert got.effective_threshold == 2 and got.synchronous
     assert sc.jobs.ingress.jobs()[51]["threshold"] == 2
-    assert sc.jobs.ingress.member_ids(51) == [1, 2]
+    assert list(sc.jobs.ingress.member_ports(51)) == [1, 2]
     assert sorted(sc.jobs.egress.member_addrs(51)) == [1, 2]
     assert sorted(sc.client.multicast_group(AGG_MGID_BASE + 51)) == [(2, 1), (3, 2)]
 
