@@ -41,7 +41,7 @@ const bit<8> AGG_FLAG_RETX = 0x01;  // host: a retransmission; switch: a reply t
 // Slot pool shared by all jobs: each job owns [slot_base, slot_base + num_slots).
 // Each slot has two register cells (the shadow copy): round r uses cell (slot * 2 + r % 2).
 #define AGG_POOL_SLOTS 1024
-#define AGG_CELLS 2048
+#define AGG_CELLS (2 * AGG_POOL_SLOTS)
 // Job ids index per-job counters directly (job_id_t is 8 bits).
 #define AGG_MAX_JOBS 256
 
