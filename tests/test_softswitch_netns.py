@@ -5,10 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import os
-import re
-import subprocess
-import sys
 from pathlib import Path
 
 import grpc
@@ -18,6 +14,7 @@ from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 from softswitch.compiler import compile_file
 from softswitch.p4info import build_p4info, p4info_to_text
 from topologies.netns import Host, create_routed_host
+from topologies.testbed import SwitchProcess
 
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAM = ROOT / "p4" / "examples" / "basic_router.p4"
@@ -41,25 +38,11 @@ def two_hosts(netns_ok: None):
 @pytest.fixture
 def switch_proc(two_hosts):
     (_, p1, _, _), (_, p2, _, _) = two_hosts
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "softswitch", "--p4", str(PROGRAM), "--grpc-addr", "127.0.0.1:0",
-         "-i", f"1@{p1.host_if}", "-i", f"2@{p2.host_if}"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
+    switch = SwitchProcess({1: p1.host_if, 2: p2.host_if}, p4=PROGRAM)  # raises if it does not start
     try:
-        line = proc.stdout.readline()
-        m = re.search(r"listening on 127\.0\.0\.1:(\d+)", line)
-        err = proc.stderr.read() if proc.poll() is not None else ""
-        assert m, f"unexpected first line {line!r}; stderr: {err}"
-        assert "softswitch running" in proc.stdout.readline()
-        yield proc, int(m.group(1))
+        yield switch.proc, int(switch.address.rsplit(":", 1)[1])
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        switch.stop()
 
 
 def _install_routes(port: int, hosts, tmp_path: Path) -> None:

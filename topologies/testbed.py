@@ -28,10 +28,19 @@ REPO = Path(__file__).resolve().parent.parent
 
 class SwitchProcess:
     """``python -m softswitch`` with the given ports (port number -> interface), P4Runtime on a free
-    loopback port, optionally emulating lossy links."""
+    loopback port, optionally running ``p4`` from the start (else a controller loads one) and
+    emulating lossy links."""
 
-    def __init__(self, ports: dict[int, str], loss_rate: float = 0.0, loss_seed: int | None = None) -> None:
+    def __init__(
+        self,
+        ports: dict[int, str],
+        loss_rate: float = 0.0,
+        loss_seed: int | None = None,
+        p4: str | Path | None = None,
+    ) -> None:
         argv = [sys.executable, "-m", "softswitch", "--grpc-addr", "127.0.0.1:0"]
+        if p4 is not None:
+            argv += ["--p4", str(p4)]
         for number, ifname in sorted(ports.items()):
             argv += ["-i", f"{number}@{ifname}"]
         if loss_rate:
