@@ -93,3 +93,6 @@ def test_scale_keeps_the_sum_of_n_workers_inside_int32() -> None:
             assert worst <= 2**30
     with pytest.raises(ValueError, match="NaN or infinity"):
         ap.block_exponent(np.array([1.0, np.inf]))
+    with pytest.raises(ValueError, match="2\\*\\*127 or more"):
+        ap.block_exponent(np.array([2.0**127]))
+    assert ap.block_exponent(np.array([2.0**126])) == 127 + ap.EXP_BIAS

@@ -355,6 +355,18 @@ def test_create_refusals(
         assert_job_gone(sc, job.job_id, mgid)
 
 
+def test_create_refuses_an_existing_flood_group(sc: SwitchController) -> None:
+    """A job's group must be its own: an L2 flood group with that id stays as it was."""
+    sc.client.set_multicast_group(77, [(3, 0), (4, 0)])
+    try:
+        with pytest.raises(ControlPlaneError, match="multicast group 77 exists already"):
+            sc.jobs.create(Job(60, 960, 4, [member(0), member(1)], mgid=77))
+        assert sorted(sc.client.multicast_group(77)) == [(3, 0), (4, 0)]
+        assert 60 not in sc.jobs.ingress.jobs() and not entries(sc, AGG + "agg_members", 60)
+    finally:
+        sc.client.delete_multicast_group(77)
+
+
 def test_create_needs_switch_addresses(sc: SwitchController) -> None:
     jobs = JobManager(sc.client)  # no switch_mac / switch_ip
     with pytest.raises(ControlPlaneError, match=r"switch's own MAC and IP"):
