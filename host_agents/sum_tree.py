@@ -176,7 +176,11 @@ class PrioritizedReplay:
     """
 
     def __init__(
-        self, max_size: int, alpha: float = 0.6, seed: int | np.random.Generator | None = None
+        self,
+        max_size: int,
+        alpha: float = 0.6,
+        seed: int | np.random.Generator | None = None,
+        first_key: int = 0,
     ) -> None:
         if not isinstance(max_size, (int, np.integer)) or isinstance(max_size, bool) or max_size < 1:
             raise ValueError(f"max_size must be a positive integer, got {max_size!r}")
@@ -188,14 +192,18 @@ class PrioritizedReplay:
         self._sum = SumTree(self.max_size)
         self._min = MinTree(self.max_size)
         self._items: list[bytes | None] = [None] * self.max_size
-        self.next_key = 0  # the key the next inserted item gets
+        if first_key < 0:
+            raise ValueError(f"first_key must be >= 0, got {first_key!r}")
+        # A table that starts mid-stream (the Redis learner joining late) numbers from first_key.
+        self.first_key = int(first_key)
+        self.next_key = self.first_key  # the key the next inserted item gets
         self.inserted = 0
         self.sampled = 0
         self.updated = 0
         self.ignored_updates = 0
 
     def __len__(self) -> int:
-        return min(self.next_key, self.max_size)
+        return min(self.next_key - self.first_key, self.max_size)
 
     @property
     def size(self) -> int:
