@@ -12,6 +12,7 @@ control InnetDeparser(packet_out pkt, in headers_t hdr) {
         pkt.emit(hdr.udp);
         pkt.emit(hdr.agg);
         pkt.emit(hdr.agg_values);
+        pkt.emit(hdr.replay);
     }
 }
 

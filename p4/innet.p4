@@ -1,6 +1,6 @@
 /*
  * innet.p4 -- the innet-drl data plane (v1model): plain L2/L3 forwarding plus in-switch
- * gradient aggregation; the replay function joins it in a later control.
+ * gradient aggregation and the priorities of prioritized experience replay.
  * Thin by design: each function lives in its own control file.
  */
 #include <core.p4>
@@ -12,6 +12,7 @@
 #include "forwarding.p4"
 #include "aggregation.p4"
 #include "aggregation_egress.p4"
+#include "replay.p4"
 #include "compute_checksum.p4"
 #include "deparser.p4"
 
@@ -19,12 +20,20 @@ control InnetIngress(inout headers_t hdr, inout metadata_t meta,
                      inout standard_metadata_t standard_metadata) {
     Forwarding() forwarding;
     Aggregation() aggregation;
+    Replay() replay;
 
     apply {
         if (hdr.ipv4.isValid() && standard_metadata.checksum_error == 1) {
             mark_to_drop(standard_metadata);
         } else if (hdr.udp.isValid() && hdr.udp.dst_port == AGG_UDP_PORT) {
             aggregation.apply(hdr, meta, standard_metadata);
+        } else if (hdr.replay.isValid()) {
+            // UPDATE_PRIORITY of a table the switch holds goes back to its sender; everything
+            // else (SAMPLE annotated with the chosen leaf, other ops and tables) to the server.
+            replay.apply(hdr, meta, standard_metadata);
+            if (meta.replay.reflected == 0) {
+                forwarding.apply(hdr, meta, standard_metadata);
+            }
         } else {
             forwarding.apply(hdr, meta, standard_metadata);
         }

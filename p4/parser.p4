@@ -1,5 +1,6 @@
 /*
- * parser.p4 -- Ethernet / IPv4 / UDP, then the aggregation header on AGG_UDP_PORT.
+ * parser.p4 -- Ethernet / IPv4 / UDP, then the aggregation header on AGG_UDP_PORT or the replay
+ * header on REPLAY_UDP_PORT.
  * A packet that is too short or has the wrong UDP length is not dropped here: ingress sees the
  * headers it has and rejects it with a counted reason.
  */
@@ -35,6 +36,7 @@ parser InnetParser(packet_in pkt, out headers_t hdr, inout metadata_t meta,
         pkt.extract(hdr.udp);
         transition select(hdr.udp.dst_port) {
             AGG_UDP_PORT: parse_agg;
+            REPLAY_UDP_PORT: parse_replay;
             default: accept;
         }
     }
@@ -47,6 +49,10 @@ parser InnetParser(packet_in pkt, out headers_t hdr, inout metadata_t meta,
     }
     state parse_agg_values {
         pkt.extract(hdr.agg_values);
+        transition accept;
+    }
+    state parse_replay {
+        pkt.extract(hdr.replay);
         transition accept;
     }
 }

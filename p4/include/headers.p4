@@ -70,6 +70,23 @@ header agg_values_h {
     AGG_VALUE_LIST(AGG_VALUE_FIELD)
 }
 
+// Replay header, 32 bytes (docs/replay_protocol.md); the body that follows is not parsed.
+header replay_h {
+    bit<8>  op;          // REPLAY_OP_*
+    bit<8>  flags;       // REPLAY_FLAG_*
+    bit<16> table_id;
+    bit<32> request_id;
+    bit<16> frag_index;
+    bit<16> frag_count;
+    bit<32> index;       // leaf index (SAMPLE: written by the switch; UPDATE: the leaf to set)
+    bit<32> priority;    // fixed-point leaf priority
+    bit<32> draw;        // SAMPLE: uniform fraction u of 2^32
+    bit<32> total;       // the tree's total after the operation (written by the switch)
+    bit<8>  status;
+    bit<8>  version;     // REPLAY_VERSION
+    bit<16> reserved;
+}
+
 struct headers_t {
     ethernet_h     ethernet;
     ipv4_h         ipv4;
@@ -77,6 +94,7 @@ struct headers_t {
     udp_h          udp;
     agg_h          agg;
     agg_values_h   agg_values;
+    replay_h       replay;
 }
 
 // Per-packet state of the aggregation controls.
@@ -111,8 +129,19 @@ struct agg_meta_t {
     bit<32>         add_mask;
 }
 
+// Per-packet state of the replay control.
+struct replay_meta_t {
+    bit<32> tree;        // which of the REPLAY_TREES trees holds the table
+    bit<32> num_leaves;  // the table's max_size: valid leaf indexes are below it
+    bit<32> node;        // SAMPLE: node index within the current level on the way down
+    bit<32> draw;        // SAMPLE: remaining prefix mass
+    bit<32> delta;       // UPDATE: new leaf value - old leaf value (mod 2^32)
+    bit<1>  reflected;   // the packet goes back to its sender (UPDATE_REPLY or ERROR)
+}
+
 struct metadata_t {
     agg_meta_t agg;
+    replay_meta_t replay;
 }
 
 #endif

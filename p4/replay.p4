@@ -1,0 +1,165 @@
+/*
+ * replay.p4 -- priorities of a prioritized experience replay, kept in switch registers
+ * (docs/replay_protocol.md, "The switch path").
+ *
+ * Each replay table the control plane installs (replay_tables) owns one sum-tree of bit<32>
+ * fixed-point priorities. The items themselves stay on the replay server behind the switch.
+ *   - UPDATE_PRIORITY sets a leaf and adds the difference to each ancestor on the way to the
+ *     root, in one pass; the packet goes back to its sender as UPDATE_REPLY with the new total.
+ *   - SAMPLE walks from the root down to a leaf, choosing by the packet's draw (a fraction of the
+ *     total), writes the leaf's index and priority and the total into the header and goes on to
+ *     the replay server (plain IPv4 forwarding), which answers the learner with the item.
+ * Packets for tables the switch does not hold, and every other replay op, are forwarded
+ * untouched: the server does the work.
+ *
+ * Hardware portability (DESIGN.md): every level of the tree is split into a left-child and a
+ * right-child register array, so that a pass touches each array at most once: the way down
+ * reads only the left child of each node (the right side's mass is the remainder), the way up
+ * read-modify-writes one cell per level. Indexes use constant shifts only. One exception, marked
+ * below: scaling the draw by the total multiplies two run-time values (bmv2 and the software
+ * target do it; a Tofino build would take absolute draws from the host instead).
+ */
+#ifndef INNET_REPLAY_P4
+#define INNET_REPLAY_P4
+
+#include <core.p4>
+#include <v1model.p4>
+#include "include/headers.p4"
+
+control Replay(inout headers_t hdr, inout metadata_t meta,
+               inout standard_metadata_t standard_metadata) {
+    register<bit<32>>(REPLAY_TREES) replay_root;
+#define REPLAY_LEVEL_REGISTERS(L) \
+    register<bit<32>>(REPLAY_TREES << (L - 1)) replay_left_##L; \
+    register<bit<32>>(REPLAY_TREES << (L - 1)) replay_right_##L;
+    REPLAY_LEVEL_LIST(REPLAY_LEVEL_REGISTERS)
+
+    counter(REPLAY_TREES, CounterType.packets) replay_samples;
+    counter(REPLAY_TREES, CounterType.packets) replay_updates;
+    counter(REPLAY_REJECT_REASONS, CounterType.packets) replay_rejected;
+
+    bit<1> held = 0;
+
+    action set_replay_table(bit<32> tree, bit<32> num_leaves) {
+        meta.replay.tree = tree;
+        meta.replay.num_leaves = num_leaves;
+        held = 1;
+    }
+    table replay_tables {
+        key = { hdr.replay.table_id: exact; }
+        actions = { set_replay_table; @defaultonly NoAction; }
+        default_action = NoAction();
+        size = REPLAY_TREES;
+    }
+
+    // The packet goes back where it came from, addresses swapped (UDP checksum 0: allowed for
+    // IPv4, and the header changed).
+    action reflect() {
+        mac_addr_t mac = hdr.ethernet.dst_addr;
+        hdr.ethernet.dst_addr = hdr.ethernet.src_addr;
+        hdr.ethernet.src_addr = mac;
+        ipv4_addr_t ip = hdr.ipv4.dst_addr;
+        hdr.ipv4.dst_addr = hdr.ipv4.src_addr;
+        hdr.ipv4.src_addr = ip;
+        hdr.ipv4.ttl = 64;
+        bit<16> port = hdr.udp.dst_port;
+        hdr.udp.dst_port = hdr.udp.src_port;
+        hdr.udp.src_port = port;
+        hdr.udp.checksum = 0;
+        standard_metadata.egress_spec = standard_metadata.ingress_port;
+        meta.replay.reflected = 1;
+    }
+
+    // Cell of level L on the path to leaf `index` of tree `tree`: the node is index >> (depth-L);
+    // its bit 0 says left or right child, the rest is the cell within the tree's range.
+#define REPLAY_CELL(L) \
+    ((meta.replay.tree << (L - 1)) | (hdr.replay.index >> (REPLAY_TREE_DEPTH - L + 1)))
+#define REPLAY_IS_RIGHT(L) \
+    (((hdr.replay.index >> (REPLAY_TREE_DEPTH - L)) & 1) == 1)
+// The leaf level's arrays by name (two steps so that REPLAY_LEAF_LEVEL expands before pasting).
+#define REPLAY_LEFT_OF(L) replay_left_##L
+#define REPLAY_RIGHT_OF(L) replay_right_##L
+#define REPLAY_LEFT(L) REPLAY_LEFT_OF(L)
+#define REPLAY_RIGHT(L) REPLAY_RIGHT_OF(L)
+
+    apply {
+        replay_tables.apply();
+        if (held == 1 && hdr.replay.op == REPLAY_OP_UPDATE) {
+            if (hdr.replay.index >= meta.replay.num_leaves) {
+                replay_rejected.count(REPLAY_REJECT_BAD_INDEX);
+                hdr.replay.op = REPLAY_OP_ERROR;
+                hdr.replay.status = REPLAY_STATUS_BAD_INDEX;
+                reflect();
+            } else {
+                bit<32> old;
+                // The leaf: read the old value, write the new one.
+                if (REPLAY_IS_RIGHT(REPLAY_LEAF_LEVEL)) {
+                    REPLAY_RIGHT(REPLAY_LEAF_LEVEL).read(old, REPLAY_CELL(REPLAY_LEAF_LEVEL));
+                    REPLAY_RIGHT(REPLAY_LEAF_LEVEL).write(REPLAY_CELL(REPLAY_LEAF_LEVEL), hdr.replay.priority);
+                } else {
+                    REPLAY_LEFT(REPLAY_LEAF_LEVEL).read(old, REPLAY_CELL(REPLAY_LEAF_LEVEL));
+                    REPLAY_LEFT(REPLAY_LEAF_LEVEL).write(REPLAY_CELL(REPLAY_LEAF_LEVEL), hdr.replay.priority);
+                }
+                // Ancestors gain the difference (mod 2^32: a smaller priority subtracts).
+                meta.replay.delta = hdr.replay.priority - old;
+                bit<32> sum;
+#define REPLAY_ADD_DELTA(L) \
+                if (REPLAY_IS_RIGHT(L)) { \
+                    replay_right_##L.read(sum, REPLAY_CELL(L)); \
+                    replay_right_##L.write(REPLAY_CELL(L), sum + meta.replay.delta); \
+                } else { \
+                    replay_left_##L.read(sum, REPLAY_CELL(L)); \
+                    replay_left_##L.write(REPLAY_CELL(L), sum + meta.replay.delta); \
+                }
+                REPLAY_INNER_LEVEL_LIST(REPLAY_ADD_DELTA)
+                replay_root.read(sum, meta.replay.tree);
+                sum = sum + meta.replay.delta;
+                replay_root.write(meta.replay.tree, sum);
+                replay_updates.count(meta.replay.tree);
+                hdr.replay.total = sum;
+                hdr.replay.op = REPLAY_OP_UPDATE_REPLY;
+                hdr.replay.flags = hdr.replay.flags | REPLAY_FLAG_SWITCH_UPDATED;
+                reflect();
+            }
+        } else if (held == 1 && hdr.replay.op == REPLAY_OP_SAMPLE) {
+            bit<32> total;
+            replay_root.read(total, meta.replay.tree);
+            bit<32> u = hdr.replay.draw;
+            if ((hdr.replay.flags & REPLAY_FLAG_RANDOM_DRAW) != 0) {
+                random<bit<32>>(u, 0, 0xffffffff);
+            }
+            // Not portable (see top): u * total / 2^32, always below total when total > 0.
+            bit<64> scaled = (bit<64>)u * (bit<64>)total;
+            meta.replay.draw = scaled[63:32];
+            meta.replay.node = 0;
+            bit<32> left;
+            // Each level: go left when the draw falls in the left child's mass, else right with
+            // the left mass taken off. After the last level `node` is the leaf index.
+#define REPLAY_DESCEND(L) \
+            replay_left_##L.read(left, (meta.replay.tree << (L - 1)) | meta.replay.node); \
+            if (meta.replay.draw < left) { \
+                meta.replay.node = meta.replay.node << 1; \
+            } else { \
+                meta.replay.draw = meta.replay.draw - left; \
+                meta.replay.node = (meta.replay.node << 1) | 1; \
+            }
+            REPLAY_INNER_LEVEL_LIST(REPLAY_DESCEND)
+            bit<32> leaf;
+            REPLAY_LEFT(REPLAY_LEAF_LEVEL).read(left, (meta.replay.tree << (REPLAY_LEAF_LEVEL - 1)) | meta.replay.node);
+            if (meta.replay.draw < left) {
+                hdr.replay.index = meta.replay.node << 1;
+                leaf = left;
+            } else {
+                hdr.replay.index = (meta.replay.node << 1) | 1;
+                REPLAY_RIGHT(REPLAY_LEAF_LEVEL).read(leaf, (meta.replay.tree << (REPLAY_LEAF_LEVEL - 1)) | meta.replay.node);
+            }
+            hdr.replay.priority = leaf;
+            hdr.replay.total = total;
+            hdr.replay.flags = hdr.replay.flags | REPLAY_FLAG_SWITCH_SAMPLED;
+            hdr.udp.checksum = 0;
+            replay_samples.count(meta.replay.tree);
+        }
+    }
+}
+
+#endif

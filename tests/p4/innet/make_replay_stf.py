@@ -1,0 +1,434 @@
+"""Generate the STF packet tests of p4/innet.p4's replay control (replay_*.stf in this folder).
+
+    .venv/bin/python tests/p4/innet/make_replay_stf.py     # rewrites tests/p4/innet/replay_*.stf
+
+Expected packets come from `SumTreeModel` below, a model of docs/replay_protocol.md ("The switch
+path") written from the document, not from running the switch: a sum-tree of bit<32> leaves per
+installed table; UPDATE_PRIORITY sets a leaf and is reflected to its sender as UPDATE_REPLY
+(addresses and UDP ports swapped, TTL 64, UDP checksum 0, flag SWITCH_UPDATED, `total` the new
+root); SAMPLE descends with floor(draw * total / 2^32) (go left while the draw is below the left
+child's mass), writes index/priority/total, sets SWITCH_SAMPLED, UDP checksum 0 and is routed to
+the server by ipv4_lpm. Packets of tables the switch does not hold are routed unchanged.
+"""
+
+from __future__ import annotations
+
+import struct
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+from make_stf import FWD, Out, StfFile, ip_int, mac_int  # noqa: E402
+from scapy.layers.inet import IP, UDP  # noqa: E402
+from scapy.layers.l2 import Ether  # noqa: E402
+from scapy.packet import Raw  # noqa: E402
+
+REPLAY_PORT = 47100
+DEPTH = 14  # REPLAY_TREE_DEPTH in p4/include/types.p4
+TREES = 4  # REPLAY_TREES
+OP_PUSH, OP_SAMPLE, OP_UPDATE, OP_UPDATE_REPLY, OP_ERROR = 1, 3, 5, 6, 255
+F_SAMPLED, F_RANDOM, F_UPDATED = 0x01, 0x02, 0x04
+BAD_INDEX = 4
+HEADER = struct.Struct("!BBHIHHIIIIBBH")  # 32 bytes, docs/replay_protocol.md
+RP = "InnetIngress.replay."
+M32 = 0xFFFFFFFF
+
+ROUTER = "02:00:00:00:aa:01"
+SERVER_NH = "02:00:00:00:bb:02"  # the replay server's MAC (next hop of its route)
+SERVER_IP = "10.0.1.2"
+SERVER_PORT = 2
+LEARNER_MAC, LEARNER_IP, LEARNER_PORT = "02:00:00:00:11:05", "10.0.0.5", 1
+LEARNER_UDP = 40000
+
+
+def header(
+    op: int,
+    table: int,
+    req: int,
+    index: int = 0,
+    priority: int = 0,
+    draw: int = 0,
+    total: int = 0,
+    flags: int = 0,
+    status: int = 0,
+    version: int = 1,
+    frag: tuple[int, int] = (0, 1),
+) -> bytes:
+    return HEADER.pack(
+        op, flags, table, req, frag[0], frag[1], index, priority, draw, total, status, version, 0
+    )
+
+
+def request(hdr: bytes, body: bytes = b"") -> bytes:
+    """Learner -> replay server (through the switch, whose router MAC is the next hop)."""
+    return bytes(
+        Ether(dst=ROUTER, src=LEARNER_MAC)
+        / IP(src=LEARNER_IP, dst=SERVER_IP, ttl=64, id=0x4242)
+        / UDP(sport=LEARNER_UDP, dport=REPLAY_PORT, chksum=0)
+        / Raw(hdr + body)
+    )
+
+
+def routed(frame: bytes, new_hdr: bytes | None = None) -> bytes:
+    """The frame as ipv4_lpm forwards it to the server: MACs rewritten, TTL - 1, checksum redone;
+    with new_hdr the replay header as the switch rewrote it (and UDP checksum 0)."""
+    p = Ether(frame)
+    p[Ether].dst, p[Ether].src = SERVER_NH, ROUTER
+    p[IP].ttl -= 1
+    p[IP].chksum = None
+    if new_hdr is not None:
+        payload = bytes(p[UDP].payload)
+        p[UDP].remove_payload()
+        p[UDP].chksum = 0
+        p = p / Raw(new_hdr + payload[32:])
+    return bytes(p)
+
+
+def reflected(frame: bytes, new_hdr: bytes) -> bytes:
+    """The frame sent back to its sender: addresses and ports swapped, TTL 64, UDP checksum 0."""
+    p = Ether(frame)
+    body = bytes(p[UDP].payload)[32:]
+    out = (
+        Ether(dst=p[Ether].src, src=p[Ether].dst)
+        / IP(src=p[IP].dst, dst=p[IP].src, ttl=64, id=p[IP].id, flags=p[IP].flags, tos=p[IP].tos)
+        / UDP(sport=p[UDP].dport, dport=p[UDP].sport, chksum=0)
+        / Raw(new_hdr + body)
+    )
+    return bytes(out)
+
+
+class SumTreeModel:
+    """The switch's trees: TREES trees of 2^DEPTH bit<32> leaves, sums mod 2^32."""
+
+    def __init__(self) -> None:
+        self.leaves = [[0] * (1 << DEPTH) for _ in range(TREES)]
+        self.tables: dict[int, tuple[int, int]] = {}  # table id -> (tree, num_leaves)
+        self.counters = {("samples", t): 0 for t in range(TREES)} | {("updates", t): 0 for t in range(TREES)}
+        self.bad_index = 0
+
+    def total(self, tree: int) -> int:
+        return sum(self.leaves[tree]) & M32
+
+    def update(self, frame: bytes) -> bytes:
+        op, flags, table, req, fi, fc, index, prio, draw, _total, status, ver, res = HEADER.unpack(
+            bytes(Ether(frame)[UDP].payload)[:32]
+        )
+        tree, num_leaves = self.tables[table]
+        if index >= num_leaves:
+            self.bad_index += 1
+            return reflected(
+                frame,
+                HEADER.pack(
+                    OP_ERROR, flags, table, req, fi, fc, index, prio, draw, _total, BAD_INDEX, ver, res
+                ),
+            )
+        self.leaves[tree][index] = prio
+        self.counters["updates", tree] += 1
+        return reflected(
+            frame,
+            HEADER.pack(
+                OP_UPDATE_REPLY,
+                flags | F_UPDATED,
+                table,
+                req,
+                fi,
+                fc,
+                index,
+                prio,
+                draw,
+                self.total(tree),
+                status,
+                ver,
+                res,
+            ),
+        )
+
+    def choose(self, tree: int, u: int) -> tuple[int, int]:
+        """Leaf index and value for fraction u: the first leaf whose prefix sum exceeds the draw;
+        with nothing to choose (total 0) the descent ends at the last leaf."""
+        total = self.total(tree)
+        d = (u * total) >> 32
+        acc = 0
+        for i, v in enumerate(self.leaves[tree]):
+            if d < acc + v:
+                return i, v
+            acc += v
+        last = (1 << DEPTH) - 1
+        return last, self.leaves[tree][last]
+
+    def sample(self, frame: bytes, random_draw: bool = False) -> Out:
+        payload = bytes(Ether(frame)[UDP].payload)
+        op, flags, table, req, fi, fc, _i, _p, u, _t, status, ver, res = HEADER.unpack(payload[:32])
+        tree, _ = self.tables[table]
+        self.counters["samples", tree] += 1
+        total = self.total(tree)
+        if random_draw:
+            index, prio = 0, 0
+        else:
+            index, prio = self.choose(tree, u)
+        new = HEADER.pack(op, flags | F_SAMPLED, table, req, fi, fc, index, prio, u, total, status, ver, res)
+        data = routed(frame, new)
+        free: frozenset[int] = frozenset()
+        if random_draw:  # index and priority depend on the switch's random number
+            start = 14 + 20 + 8
+            free = frozenset(range(start + 12, start + 20))
+        return Out(SERVER_PORT, data, free)
+
+
+def hexed(data: bytes, free: frozenset[int] = frozenset()) -> str:
+    """Hex with a space after Ethernet, IPv4, UDP and the 32-byte replay header."""
+    cuts = [14, 34, 42, 74]
+    parts, prev = [], 0
+    for c in [c for c in cuts if c < len(data)] + [len(data)]:
+        parts.append("".join("**" if i in free else f"{data[i]:02x}" for i in range(prev, c)))
+        prev = c
+    return " ".join(p for p in parts if p)
+
+
+class ReplayStf(StfFile):
+    def __init__(self, name: str, title: list[str]):
+        super().__init__(name, title)
+        self.lines[1:3] = [
+            "# GENERATED by tests/p4/innet/make_replay_stf.py: do not edit by hand; change the script and",
+            "# run  .venv/bin/python tests/p4/innet/make_replay_stf.py",
+        ]
+        self.lines[3:5] = [
+            "# Expected packets and counters come from the script's model of docs/replay_protocol.md,",
+            "# not from running the switch. Packet hex: Ethernet | IPv4 | UDP | replay header | body.",
+        ]
+
+    def packet(self, port: int, data: bytes) -> None:
+        self.raw(f"packet {port} {hexed(data)}")
+
+    def expect(self, out: Out) -> None:
+        if out.note:
+            self.raw(f"# {out.note}")
+        self.raw(f"expect {out.port} {hexed(out.data, out.free)} $")
+
+    def route_to_server(self) -> None:
+        self.c(f"Route: {SERVER_IP}/32 -> port {SERVER_PORT} (the replay server, MAC {SERVER_NH}).")
+        self.raw(
+            f"add {FWD}ipv4_lpm hdr.ipv4.dst_addr:0x{ip_int(SERVER_IP):08x}/32 {FWD}set_nhop("
+            f"dst_mac:0x{mac_int(SERVER_NH):012x}, src_mac:0x{mac_int(ROUTER):012x}, port:{SERVER_PORT})"
+        )
+
+    def hold(self, model: SumTreeModel, table: int, tree: int, num_leaves: int) -> None:
+        model.tables[table] = (tree, num_leaves)
+        self.c(f"Replay table {table}: tree {tree}, {num_leaves} leaves.")
+        self.raw(
+            f"add {RP}replay_tables hdr.replay.table_id:{table} {RP}set_replay_table(tree:{tree}, "
+            f"num_leaves:{num_leaves})"
+        )
+
+    def update(self, model: SumTreeModel, table: int, req: int, index: int, prio: int, *why: str) -> None:
+        frame = request(header(OP_UPDATE, table, req, index=index, priority=prio))
+        self.c(*why) if why else self.c(f"UPDATE table {table} leaf {index} := {prio}")
+        self.packet(LEARNER_PORT, frame)
+        self.expect(Out(LEARNER_PORT, model.update(frame)))
+
+    def sample(
+        self, model: SumTreeModel, table: int, req: int, u: int, *why: str, random_draw: bool = False
+    ) -> None:
+        flags = F_RANDOM if random_draw else 0
+        frame = request(header(OP_SAMPLE, table, req, draw=u, flags=flags), struct.pack("!If", 1, 0.4))
+        out = model.sample(frame, random_draw)
+        tree = model.tables[table][0]
+        if not random_draw:
+            idx, prio = model.choose(tree, u)
+            d = (u * model.total(tree)) >> 32
+            why = why or (
+                f"SAMPLE table {table}, u = 0x{u:08x}: draw {d} of total {model.total(tree)} -> leaf "
+                f"{idx} (priority {prio})",
+            )
+        self.c(*why)
+        self.packet(LEARNER_PORT, frame)
+        self.expect(out)
+
+    def replay_counters(self, model: SumTreeModel) -> None:
+        self.c("Counters (from the model):")
+        for t in range(TREES):
+            self.raw(f"check_counter {RP}replay_updates({t}) packets == {model.counters['updates', t]}")
+            self.raw(f"check_counter {RP}replay_samples({t}) packets == {model.counters['samples', t]}")
+        self.raw(f"check_counter {RP}replay_rejected(0) packets == {model.bad_index}   # bad index")
+
+
+def u_for(model: SumTreeModel, tree: int, draw: int) -> int:
+    """The smallest fraction u whose scaled draw floor(u * total / 2^32) is `draw`."""
+    total = model.total(tree)
+    u = -(-(draw << 32) // total)  # ceil
+    assert (u * total) >> 32 == draw and u <= M32
+    return u
+
+
+def replay_update_sample() -> StfFile:
+    f = ReplayStf(
+        "replay_update_sample",
+        [
+            "Priorities in the switch: UPDATE_PRIORITY sets leaves of table 0 (tree 1, 1000 leaves) and",
+            "comes back as UPDATE_REPLY with the new total; a smaller priority lowers the total (the",
+            "difference is added mod 2^32); an index at or beyond the table's leaves comes back as ERROR",
+            "BAD_INDEX and changes nothing. SAMPLE descends by the draw, at and around every prefix-sum",
+            "boundary (a draw equal to a prefix sum picks the next non-empty leaf), and is routed to the",
+            "server with index, priority, total and SWITCH_SAMPLED. With RANDOM_DRAW the switch draws.",
+        ],
+    )
+    m = SumTreeModel()
+    f.route_to_server()
+    f.hold(m, 0, 1, 1000)
+    f.watch_port0()
+    req = 100
+    for index, prio in ((0, 5), (1, 3), (7, 10), (999, 7), (500, 1 << 20), (7, 4)):
+        req += 1
+        f.update(m, 0, req, index, prio)
+    f.update(
+        m, 0, 200, 1000, 9, "UPDATE leaf 1000 of a 1000-leaf table: ERROR BAD_INDEX back, nothing changed"
+    )
+    f.update(m, 0, 201, 0xFFFFFFFF, 9, "UPDATE leaf 2^32-1: ERROR BAD_INDEX (no wrap into another tree)")
+    # leaves now: 0:5 1:3 7:4 500:2^20 999:7  -> prefix sums 5, 8, 12, 12+2^20, ...
+    boundaries = [0, 4, 5, 7, 8, 11, 12, 12 + (1 << 20) - 1, 12 + (1 << 20), m.total(1) - 1]
+    for k, d in enumerate(boundaries):
+        f.sample(m, 0, 300 + k, u_for(m, 1, d))
+    f.sample(m, 0, 320, 0xFFFFFFFF)
+    f.sample(
+        m,
+        0,
+        321,
+        0,
+        "SAMPLE with RANDOM_DRAW: the leaf depends on the switch's random number "
+        "(index and priority bytes are don't-care); total is known",
+        random_draw=True,
+    )
+    f.replay_counters(m)
+    return f
+
+
+def replay_full_depth() -> StfFile:
+    f = ReplayStf(
+        "replay_full_depth",
+        [
+            "A table of 2^14 leaves (every leaf of tree 3): the first and last leaves and ones whose",
+            "paths differ at the top and at the bottom of the tree; updates that replace values, one",
+            "that sets a leaf to 0 (never sampled afterwards), and leaves at the largest value the protocol",
+            "allows for 2^14 leaves (2^32 / 2^14 - 1).",
+            "A tree whose total is 0 ends its descent at the last leaf with priority 0.",
+        ],
+    )
+    m = SumTreeModel()
+    f.route_to_server()
+    f.hold(m, 2, 3, 1 << DEPTH)
+    f.hold(m, 1, 0, 16)
+    f.sample(
+        m,
+        1,
+        1,
+        0x80000000,
+        "SAMPLE of table 1 (tree 0), nothing set: total 0 -> last leaf "
+        f"{(1 << DEPTH) - 1}, priority 0 (the server answers EMPTY)",
+    )
+    big = (1 << 18) - 1
+    leaves = [
+        (0, big),
+        ((1 << DEPTH) - 1, big),
+        ((1 << (DEPTH - 1)) - 1, 3),
+        (1 << (DEPTH - 1), 11),
+        (1, 2),
+        (8190, big),
+        (8194, 1),
+    ]
+    for k, (i, p) in enumerate(leaves):
+        f.update(m, 2, 10 + k, i, p)
+    for k, d in enumerate([0, big - 1, big, big + 1, big + 2, big + 4, big + 5, m.total(3) - 1]):
+        f.sample(m, 2, 40 + k, u_for(m, 3, d))
+    f.update(m, 2, 60, 0, 0, "UPDATE leaf 0 := 0: it can no longer be drawn")
+    for k, d in enumerate([0, 1, 2, m.total(3) - 1]):
+        f.sample(m, 2, 61 + k, u_for(m, 3, d))
+    f.replay_counters(m)
+    return f
+
+
+def replay_isolation() -> StfFile:
+    f = ReplayStf(
+        "replay_isolation",
+        [
+            "Two tables in two trees (table 4 -> tree 0, table 5 -> tree 2, 64 leaves each): the same leaf",
+            "index in each holds its own value, each total counts only its own tree, and samples of one",
+            "table never return the other's leaves.",
+        ],
+    )
+    m = SumTreeModel()
+    f.route_to_server()
+    f.hold(m, 4, 0, 64)
+    f.hold(m, 5, 2, 64)
+    f.update(m, 4, 1, 5, 100)
+    f.update(m, 5, 2, 5, 1)
+    f.update(m, 5, 3, 63, 50)
+    f.update(m, 4, 4, 63, 7)
+    for k, (t, tree) in enumerate(((4, 0), (5, 2))):
+        for j, d in enumerate((0, m.total(tree) - 1)):
+            f.sample(m, t, 10 + 2 * k + j, u_for(m, tree, d))
+    f.replay_counters(m)
+    return f
+
+
+def replay_passthrough() -> StfFile:
+    f = ReplayStf(
+        "replay_passthrough",
+        [
+            "Replay packets the switch does not act on are routed to the server unchanged (MACs, TTL - 1,",
+            "IPv4 checksum): SAMPLE and UPDATE of a table it does not hold (the server's host path),",
+            "PUSH and other ops of a held table, and a datagram too short for the replay header.",
+        ],
+    )
+    m = SumTreeModel()
+    f.route_to_server()
+    f.hold(m, 0, 0, 128)
+    f.watch_port0()
+    cases = [
+        (
+            "SAMPLE of table 7 (not held)",
+            request(header(OP_SAMPLE, 7, 1, draw=5), struct.pack("!If", 32, 0.4)),
+        ),
+        (
+            "UPDATE_PRIORITY of table 7 (not held), host-path body",
+            request(header(OP_UPDATE, 7, 2), struct.pack("!IQf", 1, 3, 2.0)),
+        ),
+        (
+            "PUSH to table 0 (held: PUSH is the server's)",
+            request(header(OP_PUSH, 0, 3), struct.pack("!IfI", 1, 1.5, 4) + b"item"),
+        ),
+        ("op 11 INFO of table 0", request(header(11, 0, 4))),
+        (
+            "10 bytes of UDP payload: no replay header",
+            bytes(
+                Ether(dst=ROUTER, src=LEARNER_MAC)
+                / IP(src=LEARNER_IP, dst=SERVER_IP, ttl=9)
+                / UDP(sport=LEARNER_UDP, dport=REPLAY_PORT, chksum=0)
+                / Raw(b"0123456789")
+            ),
+        ),
+    ]
+    for why, frame in cases:
+        f.c(why + ": routed unchanged")
+        f.packet(LEARNER_PORT, frame)
+        f.expect(Out(SERVER_PORT, routed(frame)))
+    f.replay_counters(m)
+    return f
+
+
+SCENARIOS = [replay_update_sample, replay_full_depth, replay_isolation, replay_passthrough]
+
+
+def main() -> None:
+    for make in SCENARIOS:
+        path = make().write()
+        print(f"wrote {path.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
