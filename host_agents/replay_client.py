@@ -1,0 +1,734 @@
+"""One prioritized-replay API, whichever path serves it; agents and benchmarks pick the path by
+configuration (``ReplayConfig.backend``) and ``make_replay_client``:
+
+- ``"host"``: ``HostReplayClient`` speaks docs/replay_protocol.md over UDP to the C replay
+  server (``dpdk_fallback/``), whether the server uses kernel sockets or DPDK I/O;
+- ``"switch"``: ``SwitchReplayClient``, the doc's switch path: items live on the server, their
+  priorities in the switch's register sum-tree, one datagram per update or sampled item;
+- ``"redis"``: ``RedisReplayClient``, the Redis baseline (host_agents.redis_replay).
+
+Every client: ``insert(items, priorities) -> keys``, ``sample(batch_size, beta) ->
+SampleBatch``, ``update_priorities(keys, priorities)``, ``set_params`` / ``get_params``,
+``info()``, ``close()``, and use as a context manager. Clients are not thread-safe: give each
+thread its own. Bad arguments raise ValueError before anything is sent; a server's ERROR reply
+raises ``ReplayError`` (a ValueError carrying the status); no answer after ``max_tries`` raises
+``ReplayTimeout``.
+"""
+
+from __future__ import annotations
+
+import abc
+import logging
+import math
+import select
+import socket
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from types import TracebackType
+
+import numpy as np
+
+from host_agents.replay_protocol import (
+    FRAGMENT_BYTES,
+    MAX_MESSAGE_BYTES,
+    REPLAY_UDP_PORT,
+    STATUS,
+    Flag,
+    Header,
+    Op,
+    ProtocolError,
+    Reassembler,
+    Status,
+    decode_error,
+    decode_get_params_reply,
+    decode_info_reply,
+    decode_push_reply,
+    decode_sample_reply,
+    decode_set_params_reply,
+    decode_update_reply,
+    encode_push_request,
+    encode_resend,
+    encode_sample_request,
+    encode_set_params,
+    encode_update_request,
+    fixed_point_priority,
+    fragment,
+    reply_op,
+    split_datagram,
+)
+from host_agents.sum_tree import SampleBatch, check_batch_size, check_beta, check_priorities
+
+__all__ = [
+    "HostReplayClient",
+    "RedisReplayClient",
+    "ReplayClient",
+    "ReplayConfig",
+    "ReplayError",
+    "ReplayTimeout",
+    "SampleBatch",
+    "SwitchReplayClient",
+    "make_replay_client",
+]
+
+log = logging.getLogger("innet.replay")
+
+BACKENDS = ("host", "switch", "redis")
+_F32_MAX = float(np.finfo(np.float32).max)
+_RESEND_MAX = (FRAGMENT_BYTES - 4) // 2  # fragment indexes one RESEND datagram can name
+_PUSH_ITEM_OVERHEAD = 8  # f32 priority + u32 length
+_UPDATE_ENTRY_BYTES = 12  # u64 key + f32 priority
+
+
+@dataclass
+class ReplayConfig:
+    """Where and how to reach a replay table. Flat on purpose: one CLI flag per field."""
+
+    backend: str = "host"
+    """which path serves the table: "host" (C server over UDP), "switch" (priorities in the
+    switch, items on the server) or "redis" (the Redis baseline)"""
+    server_ip: str = "127.0.0.1"
+    """the replay server's IPv4 address (host and switch paths; switch datagrams are addressed
+    to the server too, the switch intercepts them)"""
+    server_port: int = REPLAY_UDP_PORT
+    """the replay server's UDP port"""
+    table_id: int = 0
+    """replay table, 0-based in the server's table order (a Redis key suffix on the Redis path)"""
+    max_size: int = 1_000_000
+    """the table's capacity; must equal the server's: the switch path maps key -> leaf
+    key % max_size, the Redis learner keeps this many items"""
+    alpha: float = 0.6
+    """priority exponent. The host server applies its own per-table alpha; the switch path and
+    the Redis learner apply this one (switch: leaf = round(p^alpha * 2^12))"""
+    beta: float = 0.4
+    """default importance-sampling exponent for sample() when none is given"""
+    switch_leaves: int | None = None
+    """switch path: leaves of the switch's tree (a power of two >= max_size); bounds a leaf to
+    2^32 / leaves - 1 so the root cannot overflow. None: the smallest power of two >= max_size"""
+    timeout_s: float = 0.2
+    """seconds to wait for a reply (or for the next fragment of one) before resending"""
+    max_tries: int = 10
+    """sends of one request (or rounds without progress) before ReplayTimeout"""
+    window: int = 256
+    """switch path: datagrams outstanding at once (UPDATE_PRIORITY, per-item SAMPLE)"""
+    max_message_bytes: int = 8 << 20
+    """host path: an insert or update larger than this is split into several requests (keep
+    at or below the server's --max-message-bytes)"""
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    """Redis path: the Redis server"""
+    redis_prefix: str = "innet"
+    """Redis path: key prefix, so several experiments can share one Redis"""
+    seed: int | None = None
+    """seeds the client's random draws (switch strata, Redis learner sampling, request ids)"""
+    random_draw: bool = False
+    """switch path: let the switch draw each SAMPLE's random number (RANDOM_DRAW flag) instead
+    of the client's stratified draws"""
+    bind_ip: str = "0.0.0.0"
+    """local address of the client's UDP socket"""
+    rcvbuf_bytes: int = 8 << 20
+    """SO_RCVBUF of the client's UDP socket (SO_RCVBUFFORCE is tried first, as root): a 512-item
+    batch of Atari frames is ~11000 datagrams arriving in one burst"""
+
+    def __post_init__(self) -> None:
+        if self.backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
+        if not 0 <= self.table_id < 1 << 16:
+            raise ValueError(f"table_id must fit in 16 bits, got {self.table_id}")
+        if not 1 <= self.max_size < 1 << 32:
+            raise ValueError(f"max_size must be in [1, 2^32), got {self.max_size}")
+        if not (math.isfinite(self.alpha) and self.alpha >= 0):
+            raise ValueError(f"alpha must be finite and >= 0, got {self.alpha}")
+        check_beta(self.beta)
+        if not (self.timeout_s > 0 and self.max_tries >= 1 and self.window >= 1):
+            raise ValueError("timeout_s must be > 0, max_tries and window >= 1")
+        if self.max_message_bytes < FRAGMENT_BYTES:
+            raise ValueError(f"max_message_bytes must be at least {FRAGMENT_BYTES}")
+        if self.switch_leaves is not None:
+            n = self.switch_leaves
+            if n < 1 or n & (n - 1) or n < self.max_size:
+                raise ValueError(f"switch_leaves must be a power of two >= max_size, got {n}")
+
+    @property
+    def leaves(self) -> int:
+        """Leaves of the switch's tree for this table."""
+        return self.switch_leaves or 1 << (self.max_size - 1).bit_length()
+
+
+class ReplayError(ValueError):
+    """The server (or switch) answered ERROR: ``status`` (a Status code) and its message."""
+
+    def __init__(self, status: int, message: str, op: str = "", request_id: int | None = None) -> None:
+        self.status = status
+        self.status_name = STATUS.get(status, f"status{status}")
+        self.message = message
+        where = f" ({op} request {request_id})" if op else ""
+        super().__init__(f"{self.status_name}{where}: {message}")
+
+
+class ReplayTimeout(TimeoutError):
+    """No (complete) answer after every try: the server, the switch or the path is gone."""
+
+    def __init__(
+        self, op: str, request_id: int, server: tuple[str, int], tries: int, detail: str = ""
+    ) -> None:
+        self.op, self.request_id, self.server, self.tries = op, request_id, server, tries
+        extra = f"; {detail}" if detail else ""
+        super().__init__(
+            f"{op} request {request_id} to {server[0]}:{server[1]}: no reply after {tries} tries{extra}"
+        )
+
+
+def _check_items(items: Sequence[bytes]) -> list[bytes]:
+    if isinstance(items, (bytes, bytearray, memoryview)):
+        raise ValueError("items must be a sequence of bytes objects, not one bytes object")
+    out = []
+    for it in items:
+        if not isinstance(it, (bytes, bytearray, memoryview)):
+            raise ValueError(f"items must be bytes, got {type(it).__name__}")
+        out.append(bytes(it))
+    return out
+
+
+def _check_wire_priorities(priorities: np.ndarray | Sequence[float], count: int, what: str) -> np.ndarray:
+    p = check_priorities(priorities, count, what)
+    if p.size and p.max() > _F32_MAX:
+        raise ValueError(f"priorities travel as f32: {p.max()} is too large")
+    return p
+
+
+def _check_keys(keys: np.ndarray | Sequence[int]) -> np.ndarray:
+    k = np.asarray(keys)
+    if k.size and k.dtype.kind not in "iu":
+        raise ValueError(f"keys must be integers, got dtype {k.dtype}")
+    if k.size and k.dtype.kind == "i" and k.min() < 0:
+        raise ValueError("keys must be >= 0")
+    return k.astype(np.uint64).reshape(-1)
+
+
+def _chunks(sizes: Sequence[int], limit: int) -> list[tuple[int, int]]:
+    """[start, end) runs of consecutive entries whose sizes add up to at most ``limit`` (an
+    entry larger than ``limit`` gets a run of its own; the server judges it)."""
+    runs, start, total = [], 0, 0
+    for i, s in enumerate(sizes):
+        if i > start and total + s > limit:
+            runs.append((start, i))
+            start, total = i, 0
+        total += s
+    if start < len(sizes):
+        runs.append((start, len(sizes)))
+    return runs
+
+
+class ReplayClient(abc.ABC):
+    """The API every replay path offers (see the module docstring)."""
+
+    config: ReplayConfig
+
+    @abc.abstractmethod
+    def insert(self, items: Sequence[bytes], priorities: np.ndarray | Sequence[float]) -> np.ndarray:
+        """Store items with their initial priorities; returns their keys (uint64)."""
+
+    @abc.abstractmethod
+    def sample(self, batch_size: int, beta: float | None = None) -> SampleBatch:
+        """Draw ``batch_size`` items proportionally to priority^alpha, with replacement."""
+
+    @abc.abstractmethod
+    def update_priorities(
+        self, keys: np.ndarray | Sequence[int], priorities: np.ndarray | Sequence[float]
+    ) -> tuple[int, int]:
+        """Set new priorities; returns (updated, ignored) where ignored keys are gone."""
+
+    @abc.abstractmethod
+    def set_params(self, blob: bytes, version: int, slot: int = 0) -> int:
+        """Publish model parameters in ``slot``; returns the version stored."""
+
+    @abc.abstractmethod
+    def get_params(self, slot: int = 0) -> tuple[int, bytes]:
+        """(version, blob) of ``slot``; version 0 when never set."""
+
+    @abc.abstractmethod
+    def info(self) -> dict:
+        """Tables and counters, as the path reports them."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Release sockets and connections."""
+
+    def _beta(self, beta: float | None) -> float:
+        return check_beta(self.config.beta if beta is None else beta)
+
+    def __enter__(self) -> ReplayClient:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+def _open_udp_socket(config: ReplayConfig) -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        # SO_RCVBUFFORCE passes net.core.rmem_max (root only); fall back to the capped SO_RCVBUF.
+        sock.setsockopt(socket.SOL_SOCKET, getattr(socket, "SO_RCVBUFFORCE", 33), config.rcvbuf_bytes)
+    except OSError:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, config.rcvbuf_bytes)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, getattr(socket, "SO_SNDBUFFORCE", 32), 4 << 20)
+    except OSError:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
+    sock.bind((config.bind_ip, 0))
+    sock.setblocking(True)
+    return sock
+
+
+def _resolve(ip: str, port: int) -> tuple[str, int]:
+    """The server as recvfrom reports it (replies are matched on it)."""
+    return socket.getaddrinfo(ip, port, socket.AF_INET, socket.SOCK_DGRAM)[0][4][:2]
+
+
+class HostReplayClient(ReplayClient):
+    """Requests/replies over UDP to the C replay server (sockets or DPDK I/O alike).
+
+    Each request gets a fresh request_id (random start); a request without a reply after
+    ``timeout_s`` is sent again with the same request_id (the server answers a repeat from its
+    reply cache, so a repeated PUSH does not store twice); missing fragments of a long reply are
+    asked for with RESEND. ``max_tries`` rounds without progress raise ReplayTimeout.
+    """
+
+    def __init__(self, config: ReplayConfig | None = None, **overrides: object) -> None:
+        self.config = config or ReplayConfig(**overrides)  # type: ignore[arg-type]
+        self.server = _resolve(self.config.server_ip, self.config.server_port)
+        self.rng = np.random.default_rng(self.config.seed)
+        self.sock = _open_udp_socket(self.config)
+        self._next_id = int(self.rng.integers(0, 1 << 32))
+        self._buf = bytearray(65536)
+        self.stats = {"requests": 0, "resent_requests": 0, "resend_asks": 0, "stray_datagrams": 0}
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def _request_id(self) -> int:
+        rid = self._next_id
+        self._next_id = (rid + 1) & 0xFFFFFFFF
+        return rid
+
+    def _recv(self, deadline: float) -> tuple[bytes, tuple[str, int]] | None:
+        """One datagram, or None at the deadline."""
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return None
+        ready, _, _ = select.select([self.sock], [], [], remaining)
+        if not ready:
+            return None
+        n, addr = self.sock.recvfrom_into(self._buf)
+        return bytes(self._buf[:n]), addr
+
+    def _send_all(self, datagrams: Sequence[bytes]) -> None:
+        for d in datagrams:
+            self.sock.sendto(d, self.server)
+
+    def call(self, op: Op, body: bytes = b"", table_id: int | None = None) -> tuple[Header, bytes]:
+        """Send one request and return the reply (header, whole body); raises ReplayError for an
+        ERROR reply and ReplayTimeout when the server stays silent."""
+        table = self.config.table_id if table_id is None else table_id
+        rid = self._request_id()
+        datagrams = fragment(Header(op=int(op), table_id=table, request_id=rid), body)
+        reasm = Reassembler()
+        want = reply_op(op)
+        self.stats["requests"] += 1
+        # Bounds: whole sends of the request (first one included), and rounds in a row in which
+        # no new reply fragment arrived. A long reply that keeps arriving is never cut short.
+        sends, quiet_rounds = 1, 0
+        received: set[int] = set()
+        self._send_all(datagrams)
+
+        def give_up(detail: str = "") -> ReplayTimeout:
+            reasm.discard(rid)
+            return ReplayTimeout(op.name, rid, self.server, max(sends, quiet_rounds), detail)
+
+        while True:
+            deadline = time.monotonic() + self.config.timeout_s
+            progressed = False
+            while True:
+                got = self._recv(deadline)
+                if got is None:
+                    break
+                data, addr = got
+                try:
+                    header, _ = split_datagram(data)
+                except ProtocolError as e:
+                    self.stats["stray_datagrams"] += 1
+                    log.debug("dropped malformed datagram from %s: %s", addr, e)
+                    continue
+                if addr != self.server or header.request_id != rid:
+                    # A late copy of an earlier request's reply (after a resend), or not ours.
+                    self.stats["stray_datagrams"] += 1
+                    continue
+                deadline = time.monotonic() + self.config.timeout_s
+                if header.op == Op.ERROR and header.status == Status.NOT_CACHED:
+                    # Our RESEND came too late: the server forgot the reply, ask again in full.
+                    if sends >= self.config.max_tries:
+                        raise give_up("the server kept forgetting its reply (NOT_CACHED)")
+                    log.debug("request %d: reply no longer cached, sending the request again", rid)
+                    reasm.discard(rid)
+                    received.clear()
+                    sends += 1
+                    self.stats["resent_requests"] += 1
+                    self._send_all(datagrams)
+                    continue
+                if header.frag_index not in received:
+                    received.add(header.frag_index)
+                    progressed = True
+                try:
+                    done = reasm.add(data)
+                except ProtocolError as e:
+                    log.warning("request %d: bad reply fragment: %s", rid, e)
+                    continue
+                if done is None:
+                    continue
+                rheader, rbody = done
+                if rheader.op == Op.ERROR:
+                    raise ReplayError(rheader.status, decode_error(rbody), op.name, rid)
+                if rheader.op != want:
+                    raise ProtocolError(f"{op.name} request {rid} got a reply with op {rheader.op_name}")
+                return rheader, rbody
+            quiet_rounds = 0 if progressed else quiet_rounds + 1
+            missing = reasm.missing(rid)
+            if quiet_rounds >= self.config.max_tries:
+                raise give_up(f"{len(missing)} reply fragments still missing" if missing else "")
+            if missing:
+                self.stats["resend_asks"] += 1
+                log.debug("request %d: asking for %d missing reply fragments", rid, len(missing))
+                resend = encode_resend(missing[:_RESEND_MAX])
+                self._send_all(fragment(Header(op=Op.RESEND, table_id=table, request_id=rid), resend))
+            else:
+                if sends >= self.config.max_tries:
+                    raise give_up()
+                sends += 1
+                self.stats["resent_requests"] += 1
+                log.debug(
+                    "request %d (%s): no reply in %.3f s, sending again", rid, op.name, self.config.timeout_s
+                )
+                self._send_all(datagrams)
+
+    def insert(self, items: Sequence[bytes], priorities: np.ndarray | Sequence[float]) -> np.ndarray:
+        data = _check_items(items)
+        p = _check_wire_priorities(priorities, len(data), "items")
+        keys: list[int] = []
+        limit = min(self.config.max_message_bytes, MAX_MESSAGE_BYTES) - 4
+        for start, end in _chunks([len(d) + _PUSH_ITEM_OVERHEAD for d in data], limit):
+            body = encode_push_request(zip(p[start:end].tolist(), data[start:end], strict=True))
+            _, reply = self.call(Op.PUSH, body)
+            got = decode_push_reply(reply)
+            if len(got) != end - start:
+                raise ProtocolError(f"PUSH of {end - start} items got {len(got)} keys back")
+            keys.extend(got)
+        return np.array(keys, dtype=np.uint64)
+
+    def sample(self, batch_size: int, beta: float | None = None) -> SampleBatch:
+        b = check_batch_size(batch_size)
+        if b >= 1 << 32:
+            raise ValueError(f"batch_size must fit in 32 bits, got {b}")
+        _, body = self.call(Op.SAMPLE, encode_sample_request(b, self._beta(beta)))
+        reply = decode_sample_reply(body)
+        return SampleBatch(
+            keys=np.array([it.key for it in reply.items], dtype=np.uint64),
+            items=[it.data for it in reply.items],
+            probabilities=np.array([it.probability for it in reply.items], dtype=np.float64),
+            weights=np.array([it.weight for it in reply.items], dtype=np.float64),
+            table_size=reply.table_size,
+        )
+
+    def update_priorities(
+        self, keys: np.ndarray | Sequence[int], priorities: np.ndarray | Sequence[float]
+    ) -> tuple[int, int]:
+        k = _check_keys(keys)
+        p = _check_wire_priorities(priorities, k.size, "keys")
+        updated = ignored = 0
+        per_message = max(
+            1, (min(self.config.max_message_bytes, MAX_MESSAGE_BYTES) - 4) // _UPDATE_ENTRY_BYTES
+        )
+        for start in range(0, max(k.size, 1), per_message):
+            entries = zip(
+                k[start : start + per_message].tolist(), p[start : start + per_message].tolist(), strict=True
+            )
+            _, body = self.call(Op.UPDATE_PRIORITY, encode_update_request(entries))
+            u, i = decode_update_reply(body)
+            updated, ignored = updated + u, ignored + i
+        return updated, ignored
+
+    def set_params(self, blob: bytes, version: int, slot: int = 0) -> int:
+        if not 0 <= version < 1 << 64:
+            raise ValueError(f"version must fit in a u64, got {version}")
+        _, body = self.call(Op.SET_PARAMS, encode_set_params(version, blob), table_id=slot)
+        return decode_set_params_reply(body)
+
+    def get_params(self, slot: int = 0) -> tuple[int, bytes]:
+        _, body = self.call(Op.GET_PARAMS, b"", table_id=slot)
+        return decode_get_params_reply(body)
+
+    def info(self) -> dict:
+        _, body = self.call(Op.INFO)
+        return decode_info_reply(body)
+
+    def checkpoint(self) -> str:
+        """Ask the server to write a checkpoint; returns the path it wrote."""
+        _, body = self.call(Op.CHECKPOINT)
+        return bytes(body).decode("utf-8", errors="replace")
+
+
+def switch_priorities(priorities: np.ndarray, alpha: float, leaves: int) -> np.ndarray:
+    """Fixed-point leaf values for the switch: round(p^alpha · 2^12), at least 1 for p > 0, at most
+    2^32 / leaves − 1 (uint32)."""
+    return np.array([fixed_point_priority(float(x), alpha, leaves) for x in priorities], dtype=np.uint32)
+
+
+def stratified_draws(batch_size: int, rng: np.random.Generator) -> np.ndarray:
+    """One uniform draw per stratum as the switch's u32 fraction: u_i = (i + U_i) / B · 2^32."""
+    u = (np.arange(batch_size) + rng.random(batch_size)) / batch_size * float(1 << 32)
+    return np.minimum(np.floor(u), float((1 << 32) - 1)).astype(np.uint32)
+
+
+class SwitchReplayClient(ReplayClient):
+    """The switch path: items on the server, priorities in the switch's register sum-tree.
+
+    insert = PUSH to the server, then one UPDATE_PRIORITY datagram per item setting leaf
+    key % max_size; sample(B) = B one-item SAMPLE datagrams with stratified draws, answered by
+    the server with the slot the switch picked; update_priorities = UPDATE datagrams. Datagrams
+    go out ``window`` at a time; unanswered ones are resent (same request_id) after
+    ``timeout_s``. Parameters and info go to the server as on the host path.
+
+    The switch sets a leaf whatever item it holds, so an update for an evicted key would hit the
+    newer item in its slot. The client skips keys it knows are gone (older by ``max_size`` than
+    the newest key it has seen in its inserts and samples) and counts them as ignored.
+    """
+
+    def __init__(self, config: ReplayConfig | None = None, **overrides: object) -> None:
+        self.config = config or ReplayConfig(backend="switch", **overrides)  # type: ignore[arg-type]
+        self.host = HostReplayClient(self.config)  # PUSH, params, info: plain host-path messages
+        self.rng = np.random.default_rng(None if self.config.seed is None else self.config.seed + 1)
+        self.sock = _open_udp_socket(self.config)  # own socket: host-path replies never mix in
+        self.server = self.host.server
+        self.leaves = self.config.leaves
+        self._next_id = int(self.rng.integers(0, 1 << 32))
+        self._buf = bytearray(65536)
+        self.newest_key = -1
+        self.stats = {"datagrams": 0, "resent": 0, "stray_datagrams": 0}
+
+    def close(self) -> None:
+        self.sock.close()
+        self.host.close()
+
+    def _ids(self, n: int) -> list[int]:
+        ids = [(self._next_id + i) & 0xFFFFFFFF for i in range(n)]
+        self._next_id = (self._next_id + n) & 0xFFFFFFFF
+        return ids
+
+    def _exchange(self, requests: list[bytes], op: Op) -> list[tuple[Header, bytes]]:
+        """Send one-datagram requests ``window`` at a time; returns their replies in order.
+        ERROR replies raise ReplayError after the batch is answered."""
+        rids = [Header.unpack(r).request_id for r in requests]
+        slot_of = {rid: i for i, rid in enumerate(rids)}
+        replies: list[tuple[Header, bytes] | None] = [None] * len(requests)
+        tries = [0] * len(requests)
+        outstanding: dict[int, float] = {}  # request index -> resend time
+        next_new, answered = 0, 0
+        first_error: tuple[Header, bytes] | None = None
+        while answered < len(requests):
+            now = time.monotonic()
+            while next_new < len(requests) and len(outstanding) < self.config.window:
+                self.sock.sendto(requests[next_new], self.server)
+                tries[next_new] = 1
+                outstanding[next_new] = now + self.config.timeout_s
+                next_new += 1
+            deadline = min(outstanding.values())
+            if deadline <= now:
+                for i, due in list(outstanding.items()):
+                    if due > now:
+                        continue
+                    if tries[i] >= self.config.max_tries:
+                        raise ReplayTimeout(
+                            op.name, rids[i], self.server, tries[i],
+                            f"{len(requests) - answered} of {len(requests)} datagrams unanswered "
+                            "(switch or server down, or the table not installed in the switch?)",
+                        )  # fmt: skip
+                    self.sock.sendto(requests[i], self.server)
+                    tries[i] += 1
+                    self.stats["resent"] += 1
+                    outstanding[i] = now + self.config.timeout_s
+                continue
+            ready, _, _ = select.select([self.sock], [], [], deadline - now)
+            if not ready:
+                continue
+            n, _addr = self.sock.recvfrom_into(self._buf)
+            data = bytes(self._buf[:n])
+            try:
+                header, body = split_datagram(data)
+            except ProtocolError:
+                self.stats["stray_datagrams"] += 1
+                continue
+            i = slot_of.get(header.request_id)
+            if i is None or replies[i] is not None or header.frag_count != 1:
+                self.stats["stray_datagrams"] += 1  # a duplicate answer to a resend, or not ours
+                continue
+            replies[i] = (header, body)
+            outstanding.pop(i, None)
+            answered += 1
+            if header.op == Op.ERROR and first_error is None:
+                first_error = (header, body)
+        self.stats["datagrams"] += len(requests)
+        if first_error is not None:
+            h, b = first_error
+            raise ReplayError(h.status, decode_error(b), op.name, h.request_id)
+        return replies  # type: ignore[return-value]
+
+    def _saw_keys(self, keys: np.ndarray) -> None:
+        if keys.size:
+            self.newest_key = max(self.newest_key, int(keys.max()))
+
+    def _set_leaves(self, keys: np.ndarray, priorities: np.ndarray) -> int:
+        fixed = switch_priorities(priorities, self.config.alpha, self.leaves)
+        slots = (keys % np.uint64(self.config.max_size)).astype(np.int64)
+        # One datagram per slot: a slot named twice keeps the last priority (as a batch update).
+        last = {int(s): int(f) for s, f in zip(slots.tolist(), fixed.tolist(), strict=True)}
+        ids = self._ids(len(last))
+        requests = [
+            Header(
+                op=Op.UPDATE_PRIORITY, table_id=self.config.table_id, request_id=rid, index=s, priority=f
+            ).pack()
+            for rid, (s, f) in zip(ids, last.items(), strict=True)
+        ]
+        for h, _ in self._exchange(requests, Op.UPDATE_PRIORITY):
+            if h.op != Op.UPDATE_REPLY or not h.flags & Flag.SWITCH_UPDATED:
+                raise ReplayError(
+                    Status.INTERNAL,
+                    f"UPDATE_PRIORITY {h.request_id} was answered by {h.op_name} without SWITCH_UPDATED: "
+                    f"the switch does not hold table {self.config.table_id} (control plane not run?)",
+                )
+        return len(last)
+
+    def insert(self, items: Sequence[bytes], priorities: np.ndarray | Sequence[float]) -> np.ndarray:
+        data = _check_items(items)
+        p = _check_wire_priorities(priorities, len(data), "items")
+        keys = self.host.insert(data, p)
+        self._saw_keys(keys)
+        self._set_leaves(keys, p)
+        return keys
+
+    def sample(self, batch_size: int, beta: float | None = None) -> SampleBatch:
+        b = check_batch_size(batch_size)
+        beta_ = self._beta(beta)
+        flags = Flag.RANDOM_DRAW if self.config.random_draw else 0
+        draws = np.zeros(b, dtype=np.uint32) if self.config.random_draw else stratified_draws(b, self.rng)
+        body = encode_sample_request(1, beta_)
+        requests = [
+            Header(
+                op=Op.SAMPLE, flags=int(flags), table_id=self.config.table_id, request_id=rid, draw=int(u)
+            ).pack()
+            + body
+            for rid, u in zip(self._ids(b), draws.tolist(), strict=True)
+        ]
+        keys, items, probs, weights = [], [], [], []
+        table_size = 0
+        for h, rbody in self._exchange(requests, Op.SAMPLE):
+            if h.op != Op.SAMPLE_REPLY:
+                raise ProtocolError(f"SAMPLE {h.request_id} answered by {h.op_name}")
+            reply = decode_sample_reply(rbody)
+            if len(reply.items) != 1:
+                raise ProtocolError(f"switch-path SAMPLE_REPLY holds {len(reply.items)} items, not 1")
+            it = reply.items[0]
+            keys.append(it.key)
+            items.append(it.data)
+            probs.append(it.probability)
+            weights.append(it.weight)
+            table_size = max(table_size, reply.table_size)
+        w = np.array(weights, dtype=np.float64)
+        # The switch has no min-tree: normalize by the batch's largest weight instead.
+        w = w / w.max() if w.size and w.max() > 0 else w
+        key_arr = np.array(keys, dtype=np.uint64)
+        self._saw_keys(key_arr)
+        return SampleBatch(
+            keys=key_arr,
+            items=items,
+            probabilities=np.array(probs, dtype=np.float64),
+            weights=w,
+            table_size=table_size,
+        )
+
+    def update_priorities(
+        self, keys: np.ndarray | Sequence[int], priorities: np.ndarray | Sequence[float]
+    ) -> tuple[int, int]:
+        k = _check_keys(keys)
+        p = _check_wire_priorities(priorities, k.size, "keys")
+        if k.size and self.newest_key >= 0:  # keep keys not surely evicted
+            live = k + np.uint64(self.config.max_size) > np.uint64(self.newest_key)
+        else:
+            live = np.ones(k.size, dtype=bool)
+        if live.any():
+            self._set_leaves(k[live], p[live])
+        return int(live.sum()), int(k.size - live.sum())
+
+    def set_params(self, blob: bytes, version: int, slot: int = 0) -> int:
+        return self.host.set_params(blob, version, slot)
+
+    def get_params(self, slot: int = 0) -> tuple[int, bytes]:
+        return self.host.get_params(slot)
+
+    def info(self) -> dict:
+        info = self.host.info()
+        info["switch_client"] = {"leaves": self.leaves, "newest_key": self.newest_key, **self.stats}
+        return info
+
+
+class RedisReplayClient(ReplayClient):
+    """The Redis baseline behind the same API: insert pushes to Redis (actor role); sample drains
+    the Redis list into the local sum-tree and samples it (learner role). One object can play
+    both roles; a learner should be the only one sampling its table."""
+
+    def __init__(self, config: ReplayConfig | None = None, **overrides: object) -> None:
+        from host_agents import redis_replay  # redis is only imported where it is used
+
+        self._rr = redis_replay
+        self.config = config or ReplayConfig(backend="redis", **overrides)  # type: ignore[arg-type]
+        self.redis = redis_replay.connect(self.config.redis_url)
+        c = self.config
+        self.actor = redis_replay.RedisActor(self.redis, c.table_id, c.redis_prefix)
+        self.learner = redis_replay.RedisLearner(
+            self.redis, c.table_id, c.max_size, c.alpha, seed=c.seed, prefix=c.redis_prefix
+        )
+
+    def insert(self, items: Sequence[bytes], priorities: np.ndarray | Sequence[float]) -> np.ndarray:
+        return self.actor.push(_check_items(items), priorities)
+
+    def sample(self, batch_size: int, beta: float | None = None) -> SampleBatch:
+        return self.learner.sample(batch_size, self._beta(beta))
+
+    def update_priorities(
+        self, keys: np.ndarray | Sequence[int], priorities: np.ndarray | Sequence[float]
+    ) -> tuple[int, int]:
+        self.learner.drain()  # keys handed out since the last sample must be known locally
+        return self.learner.update_priorities(_check_keys(keys), priorities)
+
+    def set_params(self, blob: bytes, version: int, slot: int = 0) -> int:
+        return self._rr.set_params(self.redis, blob, version, slot, self.config.redis_prefix)
+
+    def get_params(self, slot: int = 0) -> tuple[int, bytes]:
+        return self._rr.get_params(self.redis, slot, self.config.redis_prefix)
+
+    def info(self) -> dict:
+        return {"backend": "redis", "table_id": self.config.table_id, **self.learner.info()}
+
+    def close(self) -> None:
+        self.redis.close()
+
+
+def make_replay_client(config: ReplayConfig) -> ReplayClient:
+    """The client for ``config.backend``."""
+    if config.backend == "host":
+        return HostReplayClient(config)
+    if config.backend == "switch":
+        return SwitchReplayClient(config)
+    if config.backend == "redis":
+        return RedisReplayClient(config)
+    raise ValueError(f"backend must be one of {BACKENDS}, got {config.backend!r}")

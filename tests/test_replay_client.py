@@ -1,0 +1,512 @@
+"""host_agents.replay_client: HostReplayClient against the real C server
+(dpdk_fallback/build/replay_server) and against a scripted Python server that loses datagrams
+on purpose (resends, RESEND, NOT_CACHED); SwitchReplayClient's datagrams (fixed-point
+priorities, leaf indexes, stratified draws) and a run against a Python model of the switch;
+RedisReplayClient through the same API; the config and factory."""
+
+from __future__ import annotations
+
+import math
+import select
+import socket
+import threading
+from collections.abc import Callable, Iterator
+
+import numpy as np
+import pytest
+
+from host_agents.replay_client import (
+    HostReplayClient,
+    RedisReplayClient,
+    ReplayConfig,
+    ReplayError,
+    ReplayTimeout,
+    SwitchReplayClient,
+    make_replay_client,
+    stratified_draws,
+    switch_priorities,
+)
+from host_agents.replay_protocol import (
+    HEADER_BYTES,
+    Flag,
+    Header,
+    Op,
+    Reassembler,
+    SampledItem,
+    Status,
+    decode_push_request,
+    decode_resend,
+    decode_sample_request,
+    decode_set_params,
+    decode_update_request,
+    encode_error,
+    encode_get_params_reply,
+    encode_info_reply,
+    encode_push_reply,
+    encode_sample_reply,
+    encode_set_params_reply,
+    encode_update_reply,
+    fragment,
+    reply_op,
+)
+from host_agents.sum_tree import PrioritizedReplay, SumTree
+
+CHI2_999 = {3: 16.27, 4: 18.47}
+
+
+def chi_square(counts: np.ndarray, probabilities: np.ndarray) -> float:
+    expected = counts.sum() * probabilities
+    return float(((counts - expected) ** 2 / expected).sum())
+
+
+# --- a scripted server (and switch model) in Python ------------------------------------------
+
+
+class ScriptedServer:
+    """A replay server after docs/replay_protocol.md in a thread, whose losses a test scripts:
+    ``drop_requests`` complete requests are dropped before execution, ``drop_reply_frags`` reply
+    fragment indexes are left out of each reply's first sending, ``forget_replies`` makes the
+    reply cache forget everything (RESEND then gets NOT_CACHED). With ``switch=True`` it also
+    plays the switch: UPDATE_PRIORITY datagrams set fixed-point leaves, SAMPLE datagrams walk
+    them with their draw, as p4/replay.p4 does."""
+
+    def __init__(
+        self, max_size: int = 64, alpha: float = 1.0, switch: bool = False, leaves: int = 64
+    ) -> None:
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+        self.sock.bind(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.replay = PrioritizedReplay(max_size, alpha, seed=0)
+        self.items: dict[int, bytes] = {}  # switch mode: slot -> item
+        self.keys: dict[int, int] = {}  # switch mode: slot -> key
+        self.switch = switch
+        self.tree = SumTree(leaves)
+        self.params: dict[int, tuple[int, bytes]] = {}
+        self.cache: dict[tuple[object, int], list[bytes]] = {}
+        self.executed: list[int] = []  # ops executed, in order
+        self.seen: list[Header] = []  # every datagram's header
+        self.drop_requests = 0
+        self.drop_reply_frags: set[int] = set()
+        self.forget_replies = False
+        self.resends_asked: list[list[int]] = []
+        self._reasm = Reassembler()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.sock.close()
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            if not select.select([self.sock], [], [], 0.01)[0]:
+                continue
+            data, addr = self.sock.recvfrom(65536)
+            header = Header.unpack(data)
+            self.seen.append(header)
+            if self.switch and header.op in (Op.UPDATE_PRIORITY, Op.SAMPLE) and header.frag_count == 1:
+                if self._switch(header, data, addr):
+                    continue
+            if header.op == Op.RESEND:
+                wanted = decode_resend(data[HEADER_BYTES:])
+                self.resends_asked.append(wanted)
+                cached = None if self.forget_replies else self.cache.get((addr, header.request_id))
+                if cached is None:
+                    self._send(addr, header, Op.ERROR, encode_error("not cached"), Status.NOT_CACHED)
+                else:
+                    for k in wanted:
+                        self.sock.sendto(cached[k], addr)
+                continue
+            done = self._reasm.add(data, addr)
+            if done is None:
+                continue
+            h, body = done
+            if (addr, h.request_id) in self.cache and not self.forget_replies:
+                for d in self.cache[(addr, h.request_id)]:
+                    self.sock.sendto(d, addr)
+                continue
+            if self.drop_requests > 0:
+                self.drop_requests -= 1
+                continue
+            self.executed.append(h.op)
+            op, rbody, status = self._execute(h, body)
+            self._send(addr, h, op, rbody, status, drop=self.drop_reply_frags)
+            self.drop_reply_frags = set()  # one lossy reply per setting
+
+    def _send(
+        self, addr: object, h: Header, op: int, body: bytes, status: int = 0, drop: set[int] = frozenset()
+    ) -> None:  # noqa: B006
+        reply = Header(op=op, table_id=h.table_id, request_id=h.request_id, status=status)
+        datagrams = fragment(reply, body)
+        self.cache[(addr, h.request_id)] = datagrams
+        for k, d in enumerate(datagrams):
+            if k not in drop:
+                self.sock.sendto(d, addr)
+
+    def _execute(self, h: Header, body: bytes) -> tuple[int, bytes, int]:
+        try:
+            if h.op == Op.PUSH:
+                pushed = decode_push_request(body)
+                keys = self.replay.insert([d for _, d in pushed], [p for p, _ in pushed])
+                if self.switch:
+                    for k, (_, d) in zip(keys.tolist(), pushed, strict=True):
+                        self.items[k % self.replay.max_size] = d
+                        self.keys[k % self.replay.max_size] = k
+                return Op.PUSH_REPLY, encode_push_reply(keys.tolist()), 0
+            if h.op == Op.SAMPLE:
+                b, beta = decode_sample_request(body)
+                batch = self.replay.sample(b, beta)
+                items = [
+                    SampledItem(int(k), float(p), float(w), d)
+                    for k, p, w, d in zip(
+                        batch.keys, batch.probabilities, batch.weights, batch.items, strict=True
+                    )
+                ]
+                return Op.SAMPLE_REPLY, encode_sample_reply(batch.table_size, items), 0
+            if h.op == Op.UPDATE_PRIORITY:
+                entries = decode_update_request(body)
+                u, i = self.replay.update_priorities([k for k, _ in entries], [p for _, p in entries])
+                return Op.UPDATE_REPLY, encode_update_reply(u, i), 0
+            if h.op == Op.SET_PARAMS:
+                self.params[h.table_id] = decode_set_params(body)
+                return Op.SET_PARAMS_REPLY, encode_set_params_reply(self.params[h.table_id][0]), 0
+            if h.op == Op.GET_PARAMS:
+                return Op.GET_PARAMS_REPLY, encode_get_params_reply(*self.params.get(h.table_id, (0, b""))), 0
+            if h.op == Op.INFO:
+                return Op.INFO_REPLY, encode_info_reply({"tables": [{"size": len(self.replay)}]}), 0
+            return Op.ERROR, encode_error(f"unknown op {h.op}"), Status.UNKNOWN_OP
+        except ValueError as e:
+            status = Status.EMPTY if "sample" in str(e) else Status.MALFORMED
+            return Op.ERROR, encode_error(str(e)), status
+
+    def _switch(self, h: Header, data: bytes, addr: object) -> bool:
+        """The switch's part: True when the datagram was handled here."""
+        if h.op == Op.UPDATE_PRIORITY:
+            if h.index >= self.tree.leaves:
+                self._send(addr, h, Op.ERROR, b"", Status.BAD_INDEX)
+                return True
+            self.tree.update([h.index], [h.priority])
+            reply = Header(
+                op=Op.UPDATE_REPLY, flags=Flag.SWITCH_UPDATED, table_id=h.table_id, request_id=h.request_id,
+                index=h.index, priority=h.priority, total=int(self.tree.total()),
+            )  # fmt: skip
+            self.sock.sendto(reply.pack(), addr)
+            return True
+        total = int(self.tree.total())
+        _, beta = decode_sample_request(data[HEADER_BYTES:])
+        draw = int(np.random.default_rng().integers(0, 1 << 32)) if h.flags & Flag.RANDOM_DRAW else h.draw
+        index = int(self.tree.find_prefixsum([(draw * total) >> 32])[0])
+        priority = int(self.tree[index])
+        n = len(self.replay)
+        prob = priority / total
+        item = SampledItem(self.keys[index], prob, (n * prob) ** -beta, self.items[index])
+        reply = Header(
+            op=Op.SAMPLE_REPLY, flags=h.flags | Flag.SWITCH_SAMPLED, table_id=h.table_id,
+            request_id=h.request_id, index=index, priority=priority, draw=draw, total=total,
+        )  # fmt: skip
+        self.sock.sendto(reply.pack() + encode_sample_reply(n, [item]), addr)
+        return True
+
+
+@pytest.fixture
+def scripted() -> Iterator[ScriptedServer]:
+    s = ScriptedServer()
+    yield s
+    s.close()
+
+
+def client_for(server: ScriptedServer, **kw: object) -> HostReplayClient:
+    return HostReplayClient(ReplayConfig(server_port=server.port, timeout_s=0.05, seed=1, **kw))  # type: ignore[arg-type]
+
+
+# --- HostReplayClient against the scripted server --------------------------------------------
+
+
+def test_host_client_round_trip(scripted: ScriptedServer) -> None:
+    with client_for(scripted) as c:
+        keys = c.insert([b"a", b"bb", b"ccc"], [1.0, 2.0, 0.0])
+        np.testing.assert_array_equal(keys, [0, 1, 2])
+        assert keys.dtype == np.uint64
+        batch = c.sample(30, beta=0.5)
+        assert batch.table_size == 3 and len(batch) == 30
+        assert set(batch.items) == {b"a", b"bb"}
+        assert c.update_priorities([0, 1, 1000], [0.0, 1.0, 1.0]) == (2, 1)
+        assert set(c.sample(10).items) == {b"bb"}
+        assert c.get_params() == (0, b"")
+        assert c.set_params(b"w" * 5000, 3, slot=1) == 3
+        assert c.get_params(1) == (3, b"w" * 5000)
+        assert c.info()["tables"][0]["size"] == 3
+
+
+def test_lost_request_is_resent_and_executed_once(scripted: ScriptedServer) -> None:
+    scripted.drop_requests = 1  # the first copy is lost; the resend (same request id) goes through
+    with client_for(scripted) as c:
+        keys = c.insert([b"x"] * 3, [1.0] * 3)
+        assert c.stats["resent_requests"] >= 1
+    np.testing.assert_array_equal(keys, [0, 1, 2])
+    assert scripted.executed == [Op.PUSH]  # executed once: later copies got the cached reply
+    pushes = [h for h in scripted.seen if h.op == Op.PUSH]
+    assert len({h.request_id for h in pushes}) == 1 and len(pushes) >= 2
+
+
+def test_missing_reply_fragments_are_asked_for(scripted: ScriptedServer) -> None:
+    items = [bytes([i]) * 3000 for i in range(8)]
+    with client_for(scripted) as c:
+        c.insert(items, [1.0] * 8)
+        scripted.drop_reply_frags = {1, 4, 5}
+        batch = c.sample(8)
+        assert c.stats["resend_asks"] >= 1
+    assert [1, 4, 5] in scripted.resends_asked
+    for k, item in zip(batch.keys.tolist(), batch.items, strict=True):
+        assert item == items[k]
+
+
+def test_reply_gone_from_cache_means_the_request_again(scripted: ScriptedServer) -> None:
+    with client_for(scripted) as c:
+        c.insert([b"y" * 3000] * 4, [1.0] * 4)
+        scripted.drop_reply_frags = {2}
+        scripted.forget_replies = True  # RESEND gets NOT_CACHED; the request runs again
+        batch = c.sample(4)
+    assert len(batch) == 4 and set(batch.items) == {b"y" * 3000}
+    assert scripted.executed.count(Op.SAMPLE) >= 2
+
+
+def test_error_reply_raises_replay_error(scripted: ScriptedServer) -> None:
+    with client_for(scripted) as c:
+        with pytest.raises(ReplayError) as e:
+            c.sample(4)
+    assert e.value.status == Status.EMPTY and "EMPTY" in str(e.value)
+    assert isinstance(e.value, ValueError)
+
+
+def test_no_server_is_a_timeout_naming_the_request() -> None:
+    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()  # nobody listens on this port now
+    c = HostReplayClient(ReplayConfig(server_port=port, timeout_s=0.02, max_tries=3))
+    with c, pytest.raises(ReplayTimeout) as e:
+        c.insert([b"a"], [1.0])
+    assert e.value.op == "PUSH" and e.value.tries == 3 and e.value.server == ("127.0.0.1", port)
+    assert f"request {e.value.request_id}" in str(e.value) and f"127.0.0.1:{port}" in str(e.value)
+
+
+def test_client_side_validation_sends_nothing(scripted: ScriptedServer) -> None:
+    with client_for(scripted) as c:
+        with pytest.raises(ValueError, match="finite"):
+            c.insert([b"a"], [math.nan])
+        with pytest.raises(ValueError, match=">= 0"):
+            c.insert([b"a"], [-1.0])
+        with pytest.raises(ValueError, match="2 items but 1"):
+            c.insert([b"a", b"b"], [1.0])
+        with pytest.raises(ValueError, match="f32"):
+            c.insert([b"a"], [1e39])
+        with pytest.raises(ValueError, match="batch_size"):
+            c.sample(0)
+        with pytest.raises(ValueError, match="beta"):
+            c.sample(2, beta=-1)
+        with pytest.raises(ValueError, match="keys"):
+            c.update_priorities([-1], [1.0])
+    assert scripted.seen == []
+
+
+def test_large_inserts_are_split_by_max_message_bytes(scripted: ScriptedServer) -> None:
+    items = [bytes([i % 256]) * 30_000 for i in range(20)]
+    with client_for(scripted, max_message_bytes=100_000) as c:
+        keys = c.insert(items, np.ones(20))
+        np.testing.assert_array_equal(keys, np.arange(20))
+        assert scripted.executed.count(Op.PUSH) == 7  # 3 items of 30 KB per 100 KB message
+        batch = c.sample(40)
+    assert all(item == items[k] for k, item in zip(batch.keys.tolist(), batch.items, strict=True))
+
+
+# --- switch path -----------------------------------------------------------------------------
+
+
+def test_switch_fixed_point_priorities() -> None:
+    p = np.array([0.0, 1.0, 2.0, 1e-9, 1e6, 0.5])
+    got = switch_priorities(p, alpha=0.5, leaves=1 << 10)
+    cap = (1 << 32) // (1 << 10) - 1  # 4194303
+    assert got.dtype == np.uint32
+    assert got.tolist() == [0, 4096, round(math.sqrt(2) * 4096), 1, 4096000, round(math.sqrt(0.5) * 4096)]
+    assert switch_priorities(np.array([1e9]), 1.0, 1 << 10).tolist() == [cap]
+    assert switch_priorities(np.array([3.0]), 1.0, 1 << 20).tolist() == [4095]  # cap 2^12 - 1
+
+
+def test_stratified_draws_fall_in_their_strata() -> None:
+    rng = np.random.default_rng(0)
+    for b in (1, 3, 512):
+        u = stratified_draws(b, rng).astype(np.float64)
+        lo = np.arange(b) * 2.0**32 / b
+        assert np.all(u >= np.floor(lo)) and np.all(u < lo + 2.0**32 / b)
+    assert stratified_draws(4, np.random.default_rng(5)).dtype == np.uint32
+
+
+class Capture:
+    """A UDP socket that records what a client sends and answers with ``reply(header, data)``."""
+
+    def __init__(self, reply: Callable[[Header, bytes], bytes | None]) -> None:
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.got: list[tuple[Header, bytes]] = []
+        self.reply = reply
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._loop, daemon=True)
+        self._t.start()
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            if select.select([self.sock], [], [], 0.01)[0]:
+                data, addr = self.sock.recvfrom(65536)
+                h = Header.unpack(data)
+                self.got.append((h, data[HEADER_BYTES:]))
+                out = self.reply(h, data)
+                if out is not None:
+                    self.sock.sendto(out, addr)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._t.join()
+        self.sock.close()
+
+
+def test_switch_client_datagrams() -> None:
+    """UPDATE datagrams carry leaf key % max_size and the fixed-point priority; SAMPLE datagrams
+    carry one stratified draw each (or RANDOM_DRAW), body (1, beta); weights are normalized by the
+    batch's largest."""
+    weights = iter([0.5, 2.0, 1.0, 4.0])
+
+    def reply(h: Header, data: bytes) -> bytes | None:
+        if h.op == Op.UPDATE_PRIORITY:
+            return Header(op=Op.UPDATE_REPLY, flags=Flag.SWITCH_UPDATED, request_id=h.request_id).pack()
+        if h.op == Op.SAMPLE:
+            item = SampledItem(h.request_id % 7, 0.25, next(weights), b"it")
+            return Header(op=Op.SAMPLE_REPLY, request_id=h.request_id).pack() + encode_sample_reply(9, [item])
+        return None
+
+    cap = Capture(reply)
+    cfg = ReplayConfig(backend="switch", server_port=cap.port, max_size=10, alpha=0.5, seed=3, timeout_s=0.05)
+    try:
+        with SwitchReplayClient(cfg) as c:
+            assert c.update_priorities(np.array([3, 14, 25, 14], dtype=np.uint64), [4.0, 9.0, 0.0, 1.0]) == (
+                4,
+                0,
+            )
+            updates = [h for h, _ in cap.got if h.op == Op.UPDATE_PRIORITY]
+            # key 14 twice: one datagram, the last priority (1.0 -> 4096)
+            assert sorted((h.index, h.priority) for h in updates) == [(3, 8192), (4, 4096), (5, 0)]
+            assert all(h.table_id == 0 and h.frag_count == 1 for h in updates)
+            cap.got.clear()
+            batch = c.sample(4, beta=0.3)
+            samples = [(h, body) for h, body in cap.got if h.op == Op.SAMPLE]
+            assert len(samples) == 4
+            draws = sorted(h.draw for h, _ in samples)
+            for i, u in enumerate(draws):
+                assert i * 2**30 <= u < (i + 1) * 2**30
+            assert all(decode_sample_request(body) == (1, pytest.approx(0.3)) for _, body in samples)
+            assert all(h.flags == 0 for h, _ in samples)
+            np.testing.assert_allclose(sorted(batch.weights), [0.125, 0.25, 0.5, 1.0])
+            assert batch.table_size == 9 and batch.items == [b"it"] * 4
+        cap.got.clear()
+        weights = iter([1.0, 1.0])
+        cfg.random_draw = True
+        with SwitchReplayClient(cfg) as c:
+            c.sample(2)
+        assert [h.flags for h, _ in cap.got if h.op == Op.SAMPLE] == [Flag.RANDOM_DRAW] * 2
+    finally:
+        cap.close()
+
+
+def test_switch_client_refuses_replies_the_switch_did_not_make() -> None:
+    # The server (not the switch) answered: the table is not installed in the switch.
+    cap = Capture(
+        lambda h, d: Header(op=Op.UPDATE_REPLY, request_id=h.request_id).pack() + encode_update_reply(0, 1)
+    )
+    try:
+        with SwitchReplayClient(ReplayConfig(server_port=cap.port, max_size=8)) as c:
+            with pytest.raises(ReplayError, match="SWITCH_UPDATED"):
+                c.update_priorities([1], [1.0])
+    finally:
+        cap.close()
+
+
+def test_switch_client_times_out_when_nobody_answers() -> None:
+    cap = Capture(lambda h, d: None)
+    try:
+        cfg = ReplayConfig(server_port=cap.port, max_size=8, timeout_s=0.02, max_tries=2, window=2)
+        with SwitchReplayClient(cfg) as c, pytest.raises(ReplayTimeout, match="UPDATE_PRIORITY"):
+            c.update_priorities([1, 2, 3], [1.0, 1.0, 1.0])
+        assert len([h for h, _ in cap.got if h.op == Op.UPDATE_PRIORITY]) == 4  # window 2, 2 tries each
+    finally:
+        cap.close()
+
+
+def test_switch_path_end_to_end_with_a_model_switch() -> None:
+    server = ScriptedServer(max_size=8, switch=True, leaves=8)
+    try:
+        cfg = ReplayConfig(backend="switch", server_port=server.port, max_size=8, alpha=1.0, seed=7)
+        with make_replay_client(cfg) as c:
+            assert isinstance(c, SwitchReplayClient)
+            keys = c.insert([b"a", b"b", b"c", b"d", b"e"], [1.0, 2.0, 3.0, 4.0, 0.0])
+            np.testing.assert_array_equal(keys, np.arange(5))
+            assert server.tree.total() == 10 * 4096
+            counts = np.zeros(4)
+            for _ in range(20):
+                batch = c.sample(50, beta=0.4)
+                counts += np.bincount(batch.keys.astype(np.int64), minlength=5)[:4]
+                assert b"e" not in batch.items and batch.weights.max() == 1.0
+            assert chi_square(counts, np.array([1, 2, 3, 4]) / 10) < CHI2_999[3]
+            np.testing.assert_allclose(batch.probabilities, (batch.keys + 1.0) / 10, rtol=1e-6)
+            c.update_priorities([0, 3], [0.0, 0.0])
+            assert set(c.sample(40).items) == {b"b", b"c"}
+            # 9 more items evict keys 0..5; updating key 1 (gone) must not touch key 9's leaf 1
+            c.insert([b"n"] * 9, [1.0] * 9)
+            assert c.update_priorities([1, 9], [100.0, 2.0]) == (1, 1)
+            assert server.tree[1] == 2 * 4096
+    finally:
+        server.close()
+
+
+# --- Redis path through the same API ---------------------------------------------------------
+
+
+def test_redis_client_through_the_factory() -> None:
+    from host_agents.redis_replay import RedisServer
+
+    if RedisServer.available() is None:
+        pytest.skip("redis-server not installed (apt-get install redis-server)")
+    with RedisServer() as server:
+        cfg = ReplayConfig(backend="redis", redis_url=server.url, max_size=16, alpha=1.0, seed=2)
+        with make_replay_client(cfg) as c:
+            assert isinstance(c, RedisReplayClient)
+            np.testing.assert_array_equal(c.insert([b"a", b"b"], [1.0, 3.0]), [0, 1])
+            batch = c.sample(8)
+            assert batch.table_size == 2 and set(batch.items) == {b"a", b"b"}
+            keys = c.insert([b"c"], [1.0])
+            assert c.update_priorities([0, int(keys[0])], [0.0, 0.0]) == (2, 0)
+            assert set(c.sample(8).items) == {b"b"}
+            assert c.set_params(b"p", 4) == 4 and c.get_params() == (4, b"p")
+            assert c.info()["size"] == 3
+
+
+def test_config_validation() -> None:
+    with pytest.raises(ValueError, match="backend"):
+        ReplayConfig(backend="tcp")
+    with pytest.raises(ValueError, match="switch_leaves"):
+        ReplayConfig(max_size=100, switch_leaves=96)
+    with pytest.raises(ValueError, match="switch_leaves"):
+        ReplayConfig(max_size=100, switch_leaves=64)
+    assert ReplayConfig(max_size=100).leaves == 128
+    assert ReplayConfig(max_size=128, switch_leaves=1024).leaves == 1024
+    with pytest.raises(ValueError, match="table_id"):
+        ReplayConfig(table_id=1 << 16)
+    with pytest.raises(ValueError, match="beta"):
+        ReplayConfig(beta=math.nan)
+
+
+def test_reply_op_pairs() -> None:
+    assert reply_op(Op.PUSH) == Op.PUSH_REPLY and reply_op(Op.INFO) == Op.INFO_REPLY
