@@ -6,11 +6,14 @@ RedisReplayClient through the same API; the config and factory."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import select
 import socket
+import subprocess
 import threading
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -510,3 +513,145 @@ def test_config_validation() -> None:
 
 def test_reply_op_pairs() -> None:
     assert reply_op(Op.PUSH) == Op.PUSH_REPLY and reply_op(Op.INFO) == Op.INFO_REPLY
+
+
+# --- HostReplayClient against the real C server ----------------------------------------------
+
+SERVER_BIN = Path(__file__).resolve().parents[1] / "dpdk_fallback" / "build" / "replay_server"
+
+
+def free_udp_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def real_server(*args: str) -> Iterator[int]:
+    """dpdk_fallback/build/replay_server on 127.0.0.1 (sockets I/O); yields its port once it
+    printed its ready line."""
+    if not SERVER_BIN.exists():
+        pytest.skip(f"{SERVER_BIN} not built (make -C dpdk_fallback)")
+    port = free_udp_port()
+    cmd = [str(SERVER_BIN), "--bind", "127.0.0.1", "--port", str(port), "--seed", "7", "--quiet", *args]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        ready, _, _ = select.select([proc.stdout], [], [], 10)
+        line = proc.stdout.readline() if ready else ""  # type: ignore[union-attr]
+        if "ready" not in line:
+            proc.kill()
+            raise RuntimeError(f"replay_server did not start: {line!r} {proc.stderr.read()!r}")  # type: ignore[union-attr]
+        yield port
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+@pytest.fixture(scope="module")
+def c_server() -> Iterator[int]:
+    with real_server(
+        "--table", "main:max_size=1000,alpha=0.6",
+        "--table", "small:max_size=4,alpha=1",
+        "--table", "frames:max_size=600,alpha=1",
+        "--table", "sw:max_size=16,priorities=switch",
+        "--max-item-bytes", "64k",
+    ) as port:  # fmt: skip
+        yield port
+
+
+def real_client(port: int, table_id: int = 0, **kw: object) -> HostReplayClient:
+    return HostReplayClient(ReplayConfig(server_port=port, table_id=table_id, seed=3, **kw))  # type: ignore[arg-type]
+
+
+def test_real_server_round_trip_and_weights(c_server: int) -> None:
+    alpha, beta = 0.6, 0.4
+    with real_client(c_server) as c:
+        before = int(c.info()["tables"][0]["next_key"])
+        priorities = np.array([0.5, 1.0, 2.0, 4.0, 0.0])
+        keys = c.insert([f"item{i}".encode() * 10 for i in range(5)], priorities)
+        assert keys.dtype == np.uint64 and np.all(np.diff(keys.astype(np.int64)) == 1)
+        assert int(keys[0]) == before
+        assert c.info()["tables"][0]["size"] == before + 5
+        batch = c.sample(200, beta=beta)
+        assert batch.table_size == 5
+        idx = (batch.keys - keys[0]).astype(np.int64)
+        assert 4 not in idx  # priority 0: never sampled
+        for i, item in zip(idx.tolist(), batch.items, strict=True):
+            assert item == f"item{i}".encode() * 10
+        scaled = np.where(priorities > 0, priorities**alpha, 0)
+        prob = scaled / scaled.sum()
+        n = 5
+        w = (n * prob[:4]) ** -beta / ((n * prob[:4]) ** -beta).max()
+        np.testing.assert_allclose(batch.probabilities, prob[idx], rtol=1e-5)
+        np.testing.assert_allclose(batch.weights, w[idx], rtol=1e-5)
+
+
+def test_real_server_distribution_and_updates(c_server: int) -> None:
+    with real_client(c_server, table_id=1) as c:  # "small": max_size 4, alpha 1
+        keys = c.insert([b"a", b"b", b"c", b"d"], [1.0, 2.0, 3.0, 4.0])
+        counts = np.zeros(4)
+        for _ in range(10):
+            batch = c.sample(100)
+            counts += np.bincount((batch.keys - keys[0]).astype(np.int64), minlength=4)
+        assert chi_square(counts, np.array([1, 2, 3, 4]) / 10) < CHI2_999[3]
+        assert chi_square(counts, np.full(4, 0.25)) > CHI2_999[3]  # the check has teeth
+        assert c.update_priorities(keys[[0, 3]], [5.0, 0.0]) == (2, 0)
+        assert set(c.sample(100).items) == {b"a", b"b", b"c"}
+        newer = c.insert([b"e", b"f"], [1.0, 1.0])  # evicts keys[0] and keys[1] (FIFO)
+        assert c.update_priorities([keys[0], keys[2], newer[1]], [1.0, 1.0, 1.0]) == (2, 1)
+        assert set(c.sample(100).items) <= {b"c", b"e", b"f"}
+
+
+def test_real_server_atari_sized_batches(c_server: int) -> None:
+    """600 frames of 30 KB in (18 MB: three PUSH messages of at most 8 MiB), then a 512-item
+    batch (~15 MB of reply, ~11000 datagrams)."""
+    rng = np.random.default_rng(0)
+    frames = [rng.integers(0, 256, 30_000, dtype=np.uint8).tobytes() for _ in range(8)]
+    items = [frames[i % 8] + i.to_bytes(4, "big") for i in range(600)]
+    with real_client(c_server, table_id=2, timeout_s=0.2) as c:
+        keys = c.insert(items, np.ones(600))
+        assert c.stats["requests"] == 3
+        assert keys.tolist() == list(range(int(keys[0]), int(keys[0]) + 600))
+        batch = c.sample(512)
+        assert len(batch) == 512 and batch.table_size == 600
+        for k, item in zip(batch.keys.tolist(), batch.items, strict=True):
+            assert item == items[k - int(keys[0])]
+
+
+def test_real_server_params(c_server: int) -> None:
+    blob = np.random.default_rng(1).integers(0, 256, 2_000_000, dtype=np.uint8).tobytes()
+    with real_client(c_server) as c:
+        assert c.get_params(slot=3) == (0, b"")
+        assert c.set_params(blob, 12, slot=2) == 12
+        assert c.get_params(slot=2) == (12, blob)
+        with pytest.raises(ReplayError) as e:
+            c.get_params(slot=9)  # 4 slots
+        assert e.value.status == Status.UNKNOWN_TABLE
+
+
+def test_real_server_errors(c_server: int) -> None:
+    with real_client(c_server, table_id=9) as c, pytest.raises(ReplayError) as e:
+        c.insert([b"x"], [1.0])
+    assert e.value.status == Status.UNKNOWN_TABLE
+    with real_client(c_server, table_id=1) as c, pytest.raises(ReplayError) as e:
+        c.insert([b"x" * 70_000], [1.0])  # above --max-item-bytes 64k
+    assert e.value.status == Status.TOO_LARGE
+    with real_client(c_server, table_id=3) as c:  # switch table: priorities live in the switch
+        c.insert([b"s"], [1.0])
+        with pytest.raises(ReplayError) as e:
+            c.sample(1)
+    assert e.value.status == Status.NOT_SWITCH_SAMPLED
+
+
+def test_real_server_empty_table() -> None:
+    with real_server("--table", "t:max_size=8") as port, real_client(port) as c:
+        with pytest.raises(ReplayError) as e:
+            c.sample(2)
+        assert e.value.status == Status.EMPTY
+        info = c.info()
+        assert isinstance(info, dict) and info
