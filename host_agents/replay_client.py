@@ -321,7 +321,10 @@ class HostReplayClient(ReplayClient):
         ready, _, _ = select.select([self.sock], [], [], remaining)
         if not ready:
             return None
-        n, addr = self.sock.recvfrom_into(self._buf)
+        try:
+            n, addr = self.sock.recvfrom_into(self._buf)
+        except ConnectionRefusedError:
+            return None  # an ICMP port-unreachable surfaced: nobody listens, the tries decide
         return bytes(self._buf[:n]), addr
 
     def _send_all(self, datagrams: Sequence[bytes]) -> None:

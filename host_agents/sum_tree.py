@@ -168,7 +168,8 @@ def check_beta(beta: float) -> float:
 class PrioritizedReplay:
     """A prioritized replay table: FIFO ring of ``max_size`` items with sum- and min-trees.
 
-    ``insert`` returns each item's key (0, 1, 2, ... never reused); an item lives in slot
+    ``insert`` returns each item's key (``first_key``, ``first_key + 1``, ... never reused;
+    ``first_key`` is 0 unless the table joins a stream mid-way); an item lives in slot
     ``key % max_size`` until ``max_size`` later inserts push it out. ``sample`` draws
     ``batch_size`` items with replacement, one in each equal part of the total priority mass.
     An item of priority 0 is stored but never sampled (nor counted in the min-tree, whose

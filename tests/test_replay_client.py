@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import select
 import socket
 import subprocess
@@ -50,7 +51,6 @@ from host_agents.replay_protocol import (
     encode_set_params_reply,
     encode_update_reply,
     fragment,
-    reply_op,
 )
 from host_agents.sum_tree import PrioritizedReplay, SumTree
 
@@ -92,6 +92,7 @@ class ScriptedServer:
         self.drop_requests = 0
         self.drop_reply_frags: set[int] = set()
         self.forget_replies = False
+        self.lossy_forever = False
         self.resends_asked: list[list[int]] = []
         self._reasm = Reassembler()
         self._stop = threading.Event()
@@ -137,7 +138,8 @@ class ScriptedServer:
             self.executed.append(h.op)
             op, rbody, status = self._execute(h, body)
             self._send(addr, h, op, rbody, status, drop=self.drop_reply_frags)
-            self.drop_reply_frags = set()  # one lossy reply per setting
+            if not self.lossy_forever:
+                self.drop_reply_frags = set()  # one lossy reply per setting
 
     def _send(
         self, addr: object, h: Header, op: int, body: bytes, status: int = 0, drop: set[int] = frozenset()
@@ -230,6 +232,8 @@ def client_for(server: ScriptedServer, **kw: object) -> HostReplayClient:
 
 def test_host_client_round_trip(scripted: ScriptedServer) -> None:
     with client_for(scripted) as c:
+        if os.geteuid() == 0:  # SO_RCVBUFFORCE passes rmem_max; Linux reports twice the size
+            assert c.sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF) >= 8 << 20
         keys = c.insert([b"a", b"bb", b"ccc"], [1.0, 2.0, 0.0])
         np.testing.assert_array_equal(keys, [0, 1, 2])
         assert keys.dtype == np.uint64
@@ -275,6 +279,17 @@ def test_reply_gone_from_cache_means_the_request_again(scripted: ScriptedServer)
         batch = c.sample(4)
     assert len(batch) == 4 and set(batch.items) == {b"y" * 3000}
     assert scripted.executed.count(Op.SAMPLE) >= 2
+
+
+def test_a_reply_that_never_completes_is_a_timeout(scripted: ScriptedServer) -> None:
+    with client_for(scripted, max_tries=3) as c:
+        c.insert([b"z" * 3000] * 2, [1.0] * 2)
+        scripted.drop_reply_frags = {1}
+        scripted.lossy_forever = True  # fragment 1 never comes and RESEND gets NOT_CACHED
+        scripted.forget_replies = True
+        with pytest.raises(ReplayTimeout, match="NOT_CACHED") as e:
+            c.sample(2)
+    assert e.value.op == "SAMPLE" and scripted.executed.count(Op.SAMPLE) == 3
 
 
 def test_error_reply_raises_replay_error(scripted: ScriptedServer) -> None:
@@ -509,10 +524,6 @@ def test_config_validation() -> None:
         ReplayConfig(table_id=1 << 16)
     with pytest.raises(ValueError, match="beta"):
         ReplayConfig(beta=math.nan)
-
-
-def test_reply_op_pairs() -> None:
-    assert reply_op(Op.PUSH) == Op.PUSH_REPLY and reply_op(Op.INFO) == Op.INFO_REPLY
 
 
 # --- HostReplayClient against the real C server ----------------------------------------------

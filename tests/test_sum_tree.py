@@ -216,3 +216,13 @@ def test_mismatched_lengths_and_bad_arguments() -> None:
         PrioritizedReplay(0)
     with pytest.raises(ValueError, match="alpha"):
         PrioritizedReplay(4, alpha=math.nan)
+
+
+def test_first_key_numbers_a_table_that_joins_mid_stream() -> None:
+    r = PrioritizedReplay(3, alpha=1.0, seed=0, first_key=10)
+    assert len(r) == 0
+    np.testing.assert_array_equal(r.insert([b"a", b"b"], [1.0, 1.0]), [10, 11])
+    assert len(r) == 2 and set(r.sample(20).keys.tolist()) == {10, 11}
+    r.insert([b"c", b"d"], [1.0, 1.0])  # key 13 evicts key 10
+    assert set(r.sample(30).items) == {b"b", b"c", b"d"}
+    assert r.update_priorities([9, 10, 13], [2.0, 2.0, 2.0]) == (1, 2)
