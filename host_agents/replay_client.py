@@ -449,10 +449,12 @@ class HostReplayClient(ReplayClient):
         k = _check_keys(keys)
         p = _check_wire_priorities(priorities, k.size, "keys")
         updated = ignored = 0
+        if k.size == 0:
+            return 0, 0
         per_message = max(
             1, (min(self.config.max_message_bytes, MAX_MESSAGE_BYTES) - 4) // _UPDATE_ENTRY_BYTES
         )
-        for start in range(0, max(k.size, 1), per_message):
+        for start in range(0, k.size, per_message):
             entries = zip(
                 k[start : start + per_message].tolist(), p[start : start + per_message].tolist(), strict=True
             )
@@ -564,7 +566,10 @@ class SwitchReplayClient(ReplayClient):
             ready, _, _ = select.select([self.sock], [], [], deadline - now)
             if not ready:
                 continue
-            n, _addr = self.sock.recvfrom_into(self._buf)
+            try:
+                n, _addr = self.sock.recvfrom_into(self._buf)
+            except ConnectionRefusedError:
+                continue  # an ICMP port-unreachable: silence, the tries decide
             data = bytes(self._buf[:n])
             try:
                 header, body = split_datagram(data)

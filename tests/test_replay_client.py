@@ -137,9 +137,10 @@ class ScriptedServer:
                 continue
             self.executed.append(h.op)
             op, rbody, status = self._execute(h, body)
-            self._send(addr, h, op, rbody, status, drop=self.drop_reply_frags)
-            if not self.lossy_forever:
-                self.drop_reply_frags = set()  # one lossy reply per setting
+            drop = self.drop_reply_frags
+            if not self.lossy_forever:  # one lossy reply per setting, consumed before replying
+                self.drop_reply_frags = set()
+            self._send(addr, h, op, rbody, status, drop=drop)
 
     def _send(
         self, addr: object, h: Header, op: int, body: bytes, status: int = 0, drop: set[int] = frozenset()
@@ -377,16 +378,21 @@ class Capture:
         self._t.start()
 
     def _loop(self) -> None:
-        while not self._stop.is_set():
-            if select.select([self.sock], [], [], 0.01)[0]:
-                data, addr = self.sock.recvfrom(65536)
-                h = Header.unpack(data)
-                self.got.append((h, data[HEADER_BYTES:]))
-                out = self.reply(h, data)
-                if out is not None:
-                    self.sock.sendto(out, addr)
+        while True:
+            if not select.select([self.sock], [], [], 0.01)[0]:
+                if self._stop.is_set():
+                    return  # stops only once nothing is queued: close() sees every datagram
+                continue
+            data, addr = self.sock.recvfrom(65536)
+            h = Header.unpack(data)
+            self.got.append((h, data[HEADER_BYTES:]))
+            out = self.reply(h, data)
+            if out is not None:
+                self.sock.sendto(out, addr)
 
     def close(self) -> None:
+        if self._stop.is_set():
+            return
         self._stop.set()
         self._t.join()
         self.sock.close()
@@ -458,6 +464,7 @@ def test_switch_client_times_out_when_nobody_answers() -> None:
         cfg = ReplayConfig(server_port=cap.port, max_size=8, timeout_s=0.02, max_tries=2, window=2)
         with SwitchReplayClient(cfg) as c, pytest.raises(ReplayTimeout, match="UPDATE_PRIORITY"):
             c.update_priorities([1, 2, 3], [1.0, 1.0, 1.0])
+        cap.close()  # joins the capture thread: everything sent has been recorded
         assert len([h for h, _ in cap.got if h.op == Op.UPDATE_PRIORITY]) == 4  # window 2, 2 tries each
     finally:
         cap.close()
