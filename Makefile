@@ -16,13 +16,19 @@ PYTEST_ARGS ?=
 
 # Debian packages the tests need: iproute2 for `ip netns`/veth, ethtool to turn off veth
 # checksum offload (frames captured by AF_PACKET otherwise carry unfinished checksums);
-# iputils-ping for the demo's pings through the switch.
-APT_PKGS := iproute2 ethtool iputils-ping
+# iputils-ping for the demo's pings through the switch; libdpdk-dev + pkg-config to build the
+# replay server's DPDK I/O path (dpdk_fallback/); redis-server for the Redis replay baseline.
+APT_PKGS := iproute2 ethtool iputils-ping libdpdk-dev pkg-config redis-server
 
-.PHONY: test run lint bmv2-test bench clean system-deps venv .venv
+.PHONY: test run lint bmv2-test bench clean system-deps venv .venv replay-server
 
-test: system-deps $(STAMP)
+test: system-deps $(STAMP) replay-server
 	$(VPY) -m pytest -q $(PYTEST_ARGS)
+
+# The replay memory server (C): dpdk_fallback/build/replay_server, with the DPDK I/O path when
+# pkg-config finds libdpdk, sockets only otherwise.
+replay-server: system-deps
+	$(MAKE) -C dpdk_fallback
 
 # The bundled demo: the software switch runs an example P4 program and exchanges a few packets.
 run: system-deps $(STAMP)
@@ -91,7 +97,7 @@ $(STAMP): pyproject.toml | $(VPY)
 	@touch $@
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info .pytest_cache .ruff_cache
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache .ruff_cache dpdk_fallback/build
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 
 # Allreduce benchmark (bench/README.md): in-switch aggregation vs parameter server vs gloo over

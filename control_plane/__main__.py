@@ -1,4 +1,5 @@
-"""python -m control_plane: load innet.p4, install routes and aggregation jobs, read counters.
+"""python -m control_plane: load innet.p4, install routes, aggregation jobs and replay tables,
+read counters.
 
 Each run connects to one switch as its primary P4Runtime controller, does one thing and exits;
 job operations read the job back from the switch, so no state is kept between runs.
@@ -114,6 +115,21 @@ def build_parser() -> argparse.ArgumentParser:
     rw.add_argument("--job", type=int, required=True)
     rw.add_argument("--worker", type=int, required=True)
 
+    replay = sub.add_parser("replay", help="replay tables whose priorities the switch holds")
+    rsub = replay.add_subparsers(dest="replay_command", required=True)
+    rin = rsub.add_parser("install", help="hold a replay table's priorities in a switch tree (cleared first)")
+    rin.add_argument("--table", type=int, required=True, help="replay table id (the server's table order)")
+    rin.add_argument(
+        "--leaves", type=int, required=True, help="the table's max_size (at most 16384, the tree's leaves)"
+    )
+    rin.add_argument("--tree", type=int, default=None, help="which of the 4 trees (default: the first free)")
+    rrm = rsub.add_parser(
+        "remove", help="stop holding a table (its packets go on to the server) and clear its tree"
+    )
+    rrm.add_argument("--table", type=int, required=True)
+    rshow = rsub.add_parser("show", help="held tables, their totals and counters")
+    rshow.add_argument("--json", action="store_true", help="print JSON")
+
     counters = sub.add_parser("counters", help="per-job aggregation counters and rejected packets")
     counters.add_argument("--job", type=int, action="append", default=[], help="job id (repeatable)")
     counters.add_argument("--json", action="store_true", help="print JSON")
@@ -137,6 +153,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"l2 {args.mac} -> port {args.port}")
             elif args.command == "job":
                 return _job(sc, args)
+            elif args.command == "replay":
+                return _replay(sc, args)
             elif args.command == "counters":
                 installed = sc.jobs.ingress.jobs()
                 missing = sorted(set(args.job) - set(installed))
@@ -197,6 +215,37 @@ def _job(sc: SwitchController, args: argparse.Namespace) -> int:
             f"worker {args.worker} removed from job {args.job}: {len(job.members)} members, "
             f"threshold {job.effective_threshold}"
         )
+    return 0
+
+
+def _replay(sc: SwitchController, args: argparse.Namespace) -> int:
+    if args.replay_command == "install":
+        t = sc.replay.install_table(args.table, args.leaves, args.tree)
+        print(f"replay table {t.table_id} held in tree {t.tree} ({t.num_leaves} leaves)")
+    elif args.replay_command == "remove":
+        sc.replay.remove_table(args.table)
+        print(f"replay table {args.table} removed")
+    else:
+        out = {
+            "tables": {
+                t.table_id: {
+                    "tree": t.tree,
+                    "num_leaves": t.num_leaves,
+                    "total": sc.replay.total(t.tree),
+                    **sc.replay.counters(t.tree),
+                }
+                for t in sc.replay.tables().values()
+            },
+            "rejected": sc.replay.rejected(),
+        }
+        if args.json:
+            print(json.dumps(out, indent=2))
+        else:
+            if not out["tables"]:
+                print("no replay table held")
+            for tid, t in sorted(out["tables"].items()):
+                print(f"table {tid}: " + "  ".join(f"{k} {v}" for k, v in t.items()))
+            print("rejected: " + "  ".join(f"{k} {v}" for k, v in out["rejected"].items()))
     return 0
 
 

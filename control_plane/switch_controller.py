@@ -7,14 +7,16 @@ from pathlib import Path
 from control_plane.aggregation import JobManager
 from control_plane.forwarding import Forwarding
 from control_plane.p4runtime_client import P4RuntimeClient, device_config_for
+from control_plane.replay import Replay
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_P4 = REPO / "p4" / "innet.p4"
 
 
 class SwitchController:
-    """``SwitchController("127.0.0.1:50051").load()`` installs p4/innet.p4; ``.forwarding`` and
-    ``.jobs`` then install routes and aggregation jobs, P4 objects by name."""
+    """``SwitchController("127.0.0.1:50051").load()`` installs p4/innet.p4; ``.forwarding``,
+    ``.jobs`` and ``.replay`` then install routes, aggregation jobs and replay tables, P4 objects
+    by name."""
 
     def __init__(
         self,
@@ -28,6 +30,7 @@ class SwitchController:
         self.client = P4RuntimeClient(address, device_id=device_id, election_id=election_id, timeout=timeout)
         self.forwarding = Forwarding(self.client)
         self.jobs = JobManager(self.client, switch_mac, switch_ip)
+        self.replay = Replay(self.client)
 
     def load(self, p4_path: str | Path = DEFAULT_P4) -> None:
         """Compile ``p4_path`` here and make it the switch's pipeline (all state starts empty)."""
