@@ -504,9 +504,11 @@ class SwitchReplayClient(ReplayClient):
     go out ``window`` at a time; unanswered ones are resent (same request_id) after
     ``timeout_s``. Parameters and info go to the server as on the host path.
 
-    The switch sets a leaf whatever item it holds, so an update for an evicted key would hit the
-    newer item in its slot. The client skips keys it knows are gone (older by ``max_size`` than
-    the newest key it has seen in its inserts and samples) and counts them as ignored.
+    Each leaf of the switch remembers the key (mod 2^32) of the item it stands for: insert's
+    UPDATEs carry INSERT and set it; a later UPDATE for another key (an item evicted since it was
+    sampled, its slot now holding a newer one) comes back with KEY_MISMATCH and changes nothing;
+    it is counted as ignored. The client also skips keys it knows are gone (older by
+    ``max_size`` than the newest key it has seen) without sending them.
     """
 
     def __init__(self, config: ReplayConfig | None = None, **overrides: object) -> None:
@@ -595,18 +597,31 @@ class SwitchReplayClient(ReplayClient):
         if keys.size:
             self.newest_key = max(self.newest_key, int(keys.max()))
 
-    def _set_leaves(self, keys: np.ndarray, priorities: np.ndarray) -> int:
+    def _set_leaves(self, keys: np.ndarray, priorities: np.ndarray, insert: bool) -> int:
+        """One UPDATE per slot; returns how many of ``keys`` the switch applied (the others'
+        slots answered KEY_MISMATCH)."""
         fixed = switch_priorities(priorities, self.config.alpha, self.leaves)
         slots = (keys % np.uint64(self.config.max_size)).astype(np.int64)
-        # One datagram per slot: a slot named twice keeps the last priority (as a batch update).
-        last = {int(s): int(f) for s, f in zip(slots.tolist(), fixed.tolist(), strict=True)}
+        # One datagram per slot: a slot named twice keeps the last key and priority (as a batch update).
+        last = {
+            int(s): (int(k) & 0xFFFFFFFF, int(f))
+            for s, k, f in zip(slots.tolist(), keys.tolist(), fixed.tolist(), strict=True)
+        }
         ids = self._ids(len(last))
+        flags = int(Flag.INSERT) if insert else 0
         requests = [
             Header(
-                op=Op.UPDATE_PRIORITY, table_id=self.config.table_id, request_id=rid, index=s, priority=f
+                op=Op.UPDATE_PRIORITY,
+                flags=flags,
+                table_id=self.config.table_id,
+                request_id=rid,
+                index=s,
+                priority=f,
+                draw=k,  # the switch path carries the item's key (mod 2^32) in `draw`
             ).pack()
-            for rid, (s, f) in zip(ids, last.items(), strict=True)
+            for rid, (s, (k, f)) in zip(ids, last.items(), strict=True)
         ]
+        mismatched: set[int] = set()
         for h, _ in self._exchange(requests, Op.UPDATE_PRIORITY):
             if h.op != Op.UPDATE_REPLY or not h.flags & Flag.SWITCH_UPDATED:
                 raise ReplayError(
@@ -614,14 +629,16 @@ class SwitchReplayClient(ReplayClient):
                     f"UPDATE_PRIORITY {h.request_id} was answered by {h.op_name} without SWITCH_UPDATED: "
                     f"the switch does not hold table {self.config.table_id} (control plane not run?)",
                 )
-        return len(last)
+            if h.flags & Flag.KEY_MISMATCH:
+                mismatched.add(h.index)
+        return sum(1 for s in slots.tolist() if s not in mismatched)
 
     def insert(self, items: Sequence[bytes], priorities: np.ndarray | Sequence[float]) -> np.ndarray:
         data = _check_items(items)
         p = _check_wire_priorities(priorities, len(data), "items")
         keys = self.host.insert(data, p)
         self._saw_keys(keys)
-        self._set_leaves(keys, p)
+        self._set_leaves(keys, p, insert=True)
         return keys
 
     def sample(self, batch_size: int, beta: float | None = None) -> SampleBatch:
@@ -673,9 +690,8 @@ class SwitchReplayClient(ReplayClient):
             live = k + np.uint64(self.config.max_size) > np.uint64(self.newest_key)
         else:
             live = np.ones(k.size, dtype=bool)
-        if live.any():
-            self._set_leaves(k[live], p[live])
-        return int(live.sum()), int(k.size - live.sum())
+        applied = self._set_leaves(k[live], p[live], insert=False) if live.any() else 0
+        return applied, int(k.size - applied)
 
     def set_params(self, blob: bytes, version: int, slot: int = 0) -> int:
         return self.host.set_params(blob, version, slot)

@@ -57,6 +57,8 @@ class Flag(enum.IntFlag):
     SWITCH_SAMPLED = 0x01
     RANDOM_DRAW = 0x02
     SWITCH_UPDATED = 0x04
+    INSERT = 0x08  # switch UPDATE: a new item's priority; the leaf remembers its key
+    KEY_MISMATCH = 0x10  # switch UPDATE_REPLY: ignored, the leaf stands for another item
 
 
 class Status(enum.IntEnum):

@@ -6,6 +6,10 @@
  * fixed-point priorities. The items themselves stay on the replay server behind the switch.
  *   - UPDATE_PRIORITY sets a leaf and adds the difference to each ancestor on the way to the
  *     root, in one pass; the packet goes back to its sender as UPDATE_REPLY with the new total.
+ *     Each leaf remembers the key (low 32 bits, carried in `draw`) of the item it stands for: the
+ *     inserter's UPDATE (flag INSERT) sets it, and a learner's UPDATE for another key -- an item
+ *     the server has evicted since it was sampled -- is ignored (KEY_MISMATCH), so that it cannot
+ *     give its priority to the newer item in the same slot.
  *   - SAMPLE walks from the root down to a leaf, choosing by the packet's draw (a fraction of the
  *     total), writes the leaf's index and priority and the total into the header and goes on to
  *     the replay server (plain IPv4 forwarding), which answers the learner with the item.
@@ -29,6 +33,7 @@
 control Replay(inout headers_t hdr, inout metadata_t meta,
                inout standard_metadata_t standard_metadata) {
     register<bit<32>>(REPLAY_TREES) replay_root;
+    register<bit<32>>(REPLAY_KEY_CELLS) replay_key;  // key (mod 2^32) of each leaf's item
 #define REPLAY_LEVEL_REGISTERS(L) \
     register<bit<32>>(REPLAY_TREES << (L - 1)) replay_left_##L; \
     register<bit<32>>(REPLAY_TREES << (L - 1)) replay_right_##L;
@@ -91,6 +96,25 @@ control Replay(inout headers_t hdr, inout metadata_t meta,
                 hdr.replay.status = REPLAY_STATUS_BAD_INDEX;
                 reflect();
             } else {
+                bit<32> stored_key;
+                bit<32> key_cell = (meta.replay.tree << REPLAY_TREE_DEPTH) | hdr.replay.index;
+                replay_key.read(stored_key, key_cell);
+                if ((hdr.replay.flags & REPLAY_FLAG_INSERT) != 0) {
+                    replay_key.write(key_cell, hdr.replay.draw);
+                    meta.replay.apply_update = 1;
+                } else if (stored_key == hdr.replay.draw) {
+                    meta.replay.apply_update = 1;
+                }
+            }
+            if (meta.replay.apply_update == 0 && meta.replay.reflected == 0) {
+                replay_rejected.count(REPLAY_REJECT_KEY_MISMATCH);
+                bit<32> total_now;
+                replay_root.read(total_now, meta.replay.tree);
+                hdr.replay.total = total_now;
+                hdr.replay.op = REPLAY_OP_UPDATE_REPLY;
+                hdr.replay.flags = hdr.replay.flags | REPLAY_FLAG_SWITCH_UPDATED | REPLAY_FLAG_KEY_MISMATCH;
+                reflect();
+            } else if (meta.replay.apply_update == 1) {
                 bit<32> old;
                 // The leaf: read the old value, write the new one.
                 if (REPLAY_IS_RIGHT(REPLAY_LEAF_LEVEL)) {

@@ -83,6 +83,7 @@ class ScriptedServer:
         self.replay = PrioritizedReplay(max_size, alpha, seed=0)
         self.items: dict[int, bytes] = {}  # switch mode: slot -> item
         self.keys: dict[int, int] = {}  # switch mode: slot -> key
+        self.leaf_keys: dict[int, int] = {}  # switch mode: leaf -> key (mod 2^32) its UPDATEs must carry
         self.switch = switch
         self.tree = SumTree(leaves)
         self.params: dict[int, tuple[int, bytes]] = {}
@@ -194,10 +195,17 @@ class ScriptedServer:
             if h.index >= self.tree.leaves:
                 self._send(addr, h, Op.ERROR, b"", Status.BAD_INDEX)
                 return True
-            self.tree.update([h.index], [h.priority])
+            # p4/replay.p4: INSERT sets the leaf's key; any other UPDATE must name that key
+            flags = Flag.SWITCH_UPDATED
+            if h.flags & Flag.INSERT:
+                self.leaf_keys[h.index] = h.draw
+            if self.leaf_keys.get(h.index) == h.draw:
+                self.tree.update([h.index], [h.priority])
+            else:
+                flags |= Flag.KEY_MISMATCH
             reply = Header(
-                op=Op.UPDATE_REPLY, flags=Flag.SWITCH_UPDATED, table_id=h.table_id, request_id=h.request_id,
-                index=h.index, priority=h.priority, total=int(self.tree.total()),
+                op=Op.UPDATE_REPLY, flags=flags, table_id=h.table_id, request_id=h.request_id,
+                index=h.index, priority=h.priority, draw=h.draw, total=int(self.tree.total()),
             )  # fmt: skip
             self.sock.sendto(reply.pack(), addr)
             return True
@@ -421,8 +429,13 @@ def test_switch_client_datagrams() -> None:
                 0,
             )
             updates = [h for h, _ in cap.got if h.op == Op.UPDATE_PRIORITY]
-            # key 14 twice: one datagram, the last priority (1.0 -> 4096)
-            assert sorted((h.index, h.priority) for h in updates) == [(3, 8192), (4, 4096), (5, 0)]
+            # key 14 twice: one datagram, the last priority (1.0 -> 4096); the key rides in `draw`
+            assert sorted((h.index, h.priority, h.draw) for h in updates) == [
+                (3, 8192, 3),
+                (4, 4096, 14),
+                (5, 0, 25),
+            ]
+            assert all(h.flags == 0 for h in updates)  # a learner's update: no INSERT
             assert all(h.table_id == 0 and h.frag_count == 1 for h in updates)
             cap.got.clear()
             batch = c.sample(4, beta=0.3)

@@ -37,6 +37,8 @@ enum rp_flag {
     RP_FLAG_SWITCH_SAMPLED = 0x01,
     RP_FLAG_RANDOM_DRAW = 0x02,
     RP_FLAG_SWITCH_UPDATED = 0x04,
+    RP_FLAG_INSERT = 0x08,       /* switch UPDATE: a new item; the leaf remembers its key */
+    RP_FLAG_KEY_MISMATCH = 0x10, /* switch UPDATE_REPLY: ignored, the leaf holds another item */
 };
 
 enum rp_status {

@@ -137,6 +137,7 @@ struct replay_meta_t {
     bit<32> draw;        // SAMPLE: remaining prefix mass
     bit<32> delta;       // UPDATE: new leaf value - old leaf value (mod 2^32)
     bit<1>  reflected;   // the packet goes back to its sender (UPDATE_REPLY or ERROR)
+    bit<1>  apply_update; // UPDATE: the leaf holds this key (or INSERT): set it
 }
 
 struct metadata_t {

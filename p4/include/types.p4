@@ -81,6 +81,8 @@ const bit<8> REPLAY_OP_ERROR         = 255;
 const bit<8> REPLAY_FLAG_SWITCH_SAMPLED = 0x01;
 const bit<8> REPLAY_FLAG_RANDOM_DRAW    = 0x02;
 const bit<8> REPLAY_FLAG_SWITCH_UPDATED = 0x04;
+const bit<8> REPLAY_FLAG_INSERT         = 0x08;  // UPDATE: a new item in the leaf (its key is set)
+const bit<8> REPLAY_FLAG_KEY_MISMATCH   = 0x10;  // UPDATE_REPLY: ignored, the leaf holds another item
 
 const bit<8> REPLAY_STATUS_BAD_INDEX = 4;
 
@@ -96,9 +98,12 @@ const bit<8> REPLAY_STATUS_BAD_INDEX = 4;
 #define REPLAY_INNER_LEVEL_LIST(X) \
     X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13)
 #define REPLAY_LEAF_LEVEL 14
+// Cells of the per-leaf key array: every leaf of every tree.
+#define REPLAY_KEY_CELLS (REPLAY_TREES << REPLAY_TREE_DEPTH)
 
 // replay_rejected counter indexes
 const bit<32> REPLAY_REJECT_BAD_INDEX = 0;
+const bit<32> REPLAY_REJECT_KEY_MISMATCH = 1;
 #define REPLAY_REJECT_REASONS 4
 
 #endif

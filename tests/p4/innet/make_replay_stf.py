@@ -6,9 +6,11 @@ Expected packets come from `SumTreeModel` below, a model of docs/replay_protocol
 path") written from the document, not from running the switch: a sum-tree of bit<32> leaves per
 installed table; UPDATE_PRIORITY sets a leaf and is reflected to its sender as UPDATE_REPLY
 (addresses and UDP ports swapped, TTL 64, UDP checksum 0, flag SWITCH_UPDATED, `total` the new
-root); SAMPLE descends with floor(draw * total / 2^32) (go left while the draw is below the left
-child's mass), writes index/priority/total, sets SWITCH_SAMPLED, UDP checksum 0 and is routed to
-the server by ipv4_lpm. Packets of tables the switch does not hold are routed unchanged.
+root), but only when it carries INSERT (the leaf then remembers the key in `draw`) or the key the
+leaf remembers (else KEY_MISMATCH, nothing changed); SAMPLE descends with
+floor(draw * total / 2^32) (go left while the draw is below the left child's mass), writes
+index/priority/total, sets SWITCH_SAMPLED, UDP checksum 0 and is routed to the server by ipv4_lpm.
+Packets of tables the switch does not hold are routed unchanged.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ REPLAY_PORT = 47100
 DEPTH = 14  # REPLAY_TREE_DEPTH in p4/include/types.p4
 TREES = 4  # REPLAY_TREES
 OP_PUSH, OP_SAMPLE, OP_UPDATE, OP_UPDATE_REPLY, OP_ERROR = 1, 3, 5, 6, 255
-F_SAMPLED, F_RANDOM, F_UPDATED = 0x01, 0x02, 0x04
+F_SAMPLED, F_RANDOM, F_UPDATED, F_INSERT, F_MISMATCH = 0x01, 0x02, 0x04, 0x08, 0x10
 BAD_INDEX = 4
 HEADER = struct.Struct("!BBHIHHIIIIBBH")  # 32 bytes, docs/replay_protocol.md
 RP = "InnetIngress.replay."
@@ -108,9 +110,11 @@ class SumTreeModel:
 
     def __init__(self) -> None:
         self.leaves = [[0] * (1 << DEPTH) for _ in range(TREES)]
+        self.keys = [[0] * (1 << DEPTH) for _ in range(TREES)]  # key (mod 2^32) each leaf stands for
         self.tables: dict[int, tuple[int, int]] = {}  # table id -> (tree, num_leaves)
         self.counters = {("samples", t): 0 for t in range(TREES)} | {("updates", t): 0 for t in range(TREES)}
         self.bad_index = 0
+        self.key_mismatch = 0
 
     def total(self, tree: int) -> int:
         return sum(self.leaves[tree]) & M32
@@ -126,6 +130,28 @@ class SumTreeModel:
                 frame,
                 HEADER.pack(
                     OP_ERROR, flags, table, req, fi, fc, index, prio, draw, _total, BAD_INDEX, ver, res
+                ),
+            )
+        if flags & F_INSERT:
+            self.keys[tree][index] = draw
+        elif self.keys[tree][index] != draw:
+            self.key_mismatch += 1
+            return reflected(
+                frame,
+                HEADER.pack(
+                    OP_UPDATE_REPLY,
+                    flags | F_UPDATED | F_MISMATCH,
+                    table,
+                    req,
+                    fi,
+                    fc,
+                    index,
+                    prio,
+                    draw,
+                    self.total(tree),
+                    status,
+                    ver,
+                    res,
                 ),
             )
         self.leaves[tree][index] = prio
@@ -226,9 +252,22 @@ class ReplayStf(StfFile):
             f"num_leaves:{num_leaves})"
         )
 
-    def update(self, model: SumTreeModel, table: int, req: int, index: int, prio: int, *why: str) -> None:
-        frame = request(header(OP_UPDATE, table, req, index=index, priority=prio))
-        self.c(*why) if why else self.c(f"UPDATE table {table} leaf {index} := {prio}")
+    def update(
+        self,
+        model: SumTreeModel,
+        table: int,
+        req: int,
+        index: int,
+        prio: int,
+        *why: str,
+        key: int | None = None,
+    ) -> None:
+        """An inserter's UPDATE (INSERT, key = index) unless ``key`` is given (a learner's)."""
+        flags = F_INSERT if key is None else 0
+        key = index if key is None else key
+        frame = request(header(OP_UPDATE, table, req, index=index, priority=prio, draw=key, flags=flags))
+        kind = "INSERT" if flags else "learner"
+        self.c(*why) if why else self.c(f"UPDATE ({kind}, key {key}) table {table} leaf {index} := {prio}")
         self.packet(LEARNER_PORT, frame)
         self.expect(Out(LEARNER_PORT, model.update(frame)))
 
@@ -256,6 +295,7 @@ class ReplayStf(StfFile):
             self.raw(f"check_counter {RP}replay_updates({t}) packets == {model.counters['updates', t]}")
             self.raw(f"check_counter {RP}replay_samples({t}) packets == {model.counters['samples', t]}")
         self.raw(f"check_counter {RP}replay_rejected(0) packets == {model.bad_index}   # bad index")
+        self.raw(f"check_counter {RP}replay_rejected(1) packets == {model.key_mismatch}   # key mismatch")
 
 
 def u_for(model: SumTreeModel, tree: int, draw: int) -> int:
@@ -421,7 +461,37 @@ def replay_passthrough() -> StfFile:
     return f
 
 
-SCENARIOS = [replay_update_sample, replay_full_depth, replay_isolation, replay_passthrough]
+def replay_keys() -> StfFile:
+    f = ReplayStf(
+        "replay_keys",
+        [
+            "Each leaf remembers the key of the item it stands for (INSERT sets it). A learner's UPDATE",
+            "with that key changes the priority; one with another key -- the item was evicted since it",
+            "was sampled and the slot now holds a newer one -- comes back with KEY_MISMATCH and changes",
+            "nothing, not even after the slot's new item has been inserted with a larger key.",
+        ],
+    )
+    m = SumTreeModel()
+    f.route_to_server()
+    f.hold(m, 0, 2, 8)
+    f.update(m, 0, 1, 3, 100, "INSERT key 3 in leaf 3 (max_size 8): priority 100")
+    f.update(m, 0, 2, 3, 40, "learner UPDATE key 3 := 40: applied", key=3)
+    f.update(m, 0, 3, 3, 900, "learner UPDATE key 11 (= 3 + 8, not inserted yet): ignored", key=11)
+    frame = request(header(OP_UPDATE, 0, 4, index=3, priority=7, draw=11, flags=F_INSERT))
+    f.c("INSERT key 11 in leaf 3 (the item with key 3 evicted): priority 7")
+    f.packet(LEARNER_PORT, frame)
+    f.expect(Out(LEARNER_PORT, m.update(frame)))
+    f.update(m, 0, 5, 3, 500, "learner UPDATE of the evicted key 3 := 500: ignored, leaf keeps 7", key=3)
+    f.update(m, 0, 6, 3, 9, "learner UPDATE key 11 := 9: applied", key=11)
+    f.update(
+        m, 0, 7, 5, 60, "learner UPDATE key 0x80000005 of leaf 5, never inserted: ignored", key=0x80000005
+    )
+    f.sample(m, 0, 8, 0)
+    f.replay_counters(m)
+    return f
+
+
+SCENARIOS = [replay_update_sample, replay_keys, replay_full_depth, replay_isolation, replay_passthrough]
 
 
 def main() -> None:
