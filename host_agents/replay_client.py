@@ -542,6 +542,7 @@ class SwitchReplayClient(ReplayClient):
         outstanding: dict[int, float] = {}  # request index -> resend time
         next_new, answered = 0, 0
         first_error: tuple[Header, bytes] | None = None
+        reasm = Reassembler()
         while answered < len(requests):
             now = time.monotonic()
             while next_new < len(requests) and len(outstanding) < self.config.window:
@@ -574,14 +575,20 @@ class SwitchReplayClient(ReplayClient):
                 continue  # an ICMP port-unreachable: silence, the tries decide
             data = bytes(self._buf[:n])
             try:
-                header, body = split_datagram(data)
+                header, _ = split_datagram(data)
+                i = slot_of.get(header.request_id)
+                if i is None or replies[i] is not None:
+                    self.stats["stray_datagrams"] += 1  # a duplicate answer to a resend, or not ours
+                    continue
+                # A sampled item larger than one datagram comes in fragments; a resend of the
+                # request brings the server's cached reply again, filling the gaps.
+                whole = reasm.add(data)
             except ProtocolError:
                 self.stats["stray_datagrams"] += 1
                 continue
-            i = slot_of.get(header.request_id)
-            if i is None or replies[i] is not None or header.frag_count != 1:
-                self.stats["stray_datagrams"] += 1  # a duplicate answer to a resend, or not ours
+            if whole is None:
                 continue
+            header, body = whole
             replies[i] = (header, body)
             outstanding.pop(i, None)
             answered += 1
