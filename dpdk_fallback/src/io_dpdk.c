@@ -58,6 +58,10 @@
 #define NAP_AFTER_NS 20000000ULL
 #define LONG_SLEEP_NS 200000L
 
+/* The largest frame we build (Ethernet + IPv4 + UDP + RS_MAX_DATAGRAM) fits one mbuf. */
+_Static_assert(RTE_MBUF_DEFAULT_DATAROOM >= RTE_ETHER_HDR_LEN + 20 + 8 + RS_MAX_DATAGRAM,
+               "a reply frame must fit one mbuf segment");
+
 struct dpdk_counters {
     uint64_t rx_frames, rx_datagrams, arp_replies, tx_datagrams, tx_failed;
     uint64_t drop_l2;       /* not IPv4/ARP, VLAN-tagged, not our MAC, runt, multi-segment */
