@@ -20,7 +20,7 @@ TREE_DEPTH = 14  # REPLAY_TREE_DEPTH
 TREES = 4  # REPLAY_TREES
 LEAVES = 1 << TREE_DEPTH
 MAX_TABLE_ID = 0xFFFF  # table_id is 16 bits on the wire
-REJECT_REASONS = ("bad_index",)
+REJECT_REASONS = ("bad_index", "key_mismatch")  # REPLAY_REJECT_* in types.p4
 
 
 @dataclass(frozen=True)
@@ -99,8 +99,8 @@ class Replay:
 
         By default from the root down, reading only the children of cells that were not zero:
         each inner cell is the sum of its two children, so a zero cell has no value below it
-        (leaves of at most 2^32 / 2^14 - 1, as the protocol's fixed point allows, cannot wrap
-        a sum to zero). An empty tree costs one read, a tree with k leaves set about 2k per
+        (leaves capped as the protocol's fixed point says, 2^32 / leaves - 1, cannot wrap a
+        sum to zero). An empty tree costs one read, a tree with k leaves set about 2k per
         level. ``full`` reads every cell instead (2^15 of them: seconds on the software
         switch), for a tree written other than through UPDATE_PRIORITY."""
         if full:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import abc
 import logging
 import math
+import os
 import select
 import socket
 import time
@@ -301,7 +302,9 @@ class HostReplayClient(ReplayClient):
         self.server = _resolve(self.config.server_ip, self.config.server_port)
         self.rng = np.random.default_rng(self.config.seed)
         self.sock = _open_udp_socket(self.config)
-        self._next_id = int(self.rng.integers(0, 1 << 32))
+        # not from the seed: a client restarted with the same seed must not reuse request ids
+        # that the server may still hold replies for
+        self._next_id = int.from_bytes(os.urandom(4), "big")
         self._buf = bytearray(65536)
         self.stats = {"requests": 0, "resent_requests": 0, "resend_asks": 0, "stray_datagrams": 0}
 
@@ -504,7 +507,7 @@ class SwitchReplayClient(ReplayClient):
     go out ``window`` at a time; unanswered ones are resent (same request_id) after
     ``timeout_s``. Parameters and info go to the server as on the host path.
 
-    Each leaf of the switch remembers the key (mod 2^32) of the item it stands for: insert's
+    Each leaf of the switch remembers the key (+ 1, mod 2^32) of the item it stands for: insert's
     UPDATEs carry INSERT and set it; a later UPDATE for another key (an item evicted since it was
     sampled, its slot now holding a newer one) comes back with KEY_MISMATCH and changes nothing;
     it is counted as ignored. The client also skips keys it knows are gone (older by
@@ -518,7 +521,9 @@ class SwitchReplayClient(ReplayClient):
         self.sock = _open_udp_socket(self.config)  # own socket: host-path replies never mix in
         self.server = self.host.server
         self.leaves = self.config.leaves
-        self._next_id = int(self.rng.integers(0, 1 << 32))
+        # not from the seed: a client restarted with the same seed must not reuse request ids
+        # that the server may still hold replies for
+        self._next_id = int.from_bytes(os.urandom(4), "big")
         self._buf = bytearray(65536)
         self.newest_key = -1
         self.stats = {"datagrams": 0, "resent": 0, "stray_datagrams": 0}
@@ -562,6 +567,8 @@ class SwitchReplayClient(ReplayClient):
                             "(switch or server down, or the table not installed in the switch?)",
                         )  # fmt: skip
                     self.sock.sendto(requests[i], self.server)
+                    # a resent SAMPLE may be walked again to another item: never splice fragments
+                    reasm.discard(rids[i])
                     tries[i] += 1
                     self.stats["resent"] += 1
                     outstanding[i] = now + self.config.timeout_s
@@ -611,7 +618,7 @@ class SwitchReplayClient(ReplayClient):
         slots = (keys % np.uint64(self.config.max_size)).astype(np.int64)
         # One datagram per slot: a slot named twice keeps the last key and priority (as a batch update).
         last = {
-            int(s): (int(k) & 0xFFFFFFFF, int(f))
+            int(s): ((int(k) + 1) & 0xFFFFFFFF, int(f))
             for s, k, f in zip(slots.tolist(), keys.tolist(), fixed.tolist(), strict=True)
         }
         ids = self._ids(len(last))
@@ -624,7 +631,7 @@ class SwitchReplayClient(ReplayClient):
                 request_id=rid,
                 index=s,
                 priority=f,
-                draw=k,  # the switch path carries the item's key (mod 2^32) in `draw`
+                draw=k,  # the switch path carries the item's key + 1 (mod 2^32) in `draw`
             ).pack()
             for rid, (s, (k, f)) in zip(ids, last.items(), strict=True)
         ]

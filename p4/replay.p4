@@ -6,7 +6,7 @@
  * fixed-point priorities. The items themselves stay on the replay server behind the switch.
  *   - UPDATE_PRIORITY sets a leaf and adds the difference to each ancestor on the way to the
  *     root, in one pass; the packet goes back to its sender as UPDATE_REPLY with the new total.
- *     Each leaf remembers the key (low 32 bits, carried in `draw`) of the item it stands for: the
+ *     Each leaf remembers the key (key + 1, mod 2^32, carried in `draw`) of the item it stands for: the
  *     inserter's UPDATE (flag INSERT) sets it, and a learner's UPDATE for another key -- an item
  *     the server has evicted since it was sampled -- is ignored (KEY_MISMATCH), so that it cannot
  *     give its priority to the newer item in the same slot.
@@ -89,6 +89,14 @@ control Replay(inout headers_t hdr, inout metadata_t meta,
 
     apply {
         replay_tables.apply();
+        // Only the switch path's one-datagram forms are the switch's: UPDATE with an empty body,
+        // SAMPLE with its 8-byte body. Host-path requests of a held table (a batch UPDATE, a
+        // fragment) go on to the server, which answers them with an error.
+        if (hdr.replay.frag_count != 1 || hdr.replay.version != REPLAY_VERSION
+                || !((hdr.replay.op == REPLAY_OP_UPDATE && hdr.udp.length == REPLAY_UDP_LEN_UPDATE)
+                     || (hdr.replay.op == REPLAY_OP_SAMPLE && hdr.udp.length == REPLAY_UDP_LEN_SAMPLE))) {
+            held = 0;
+        }
         if (held == 1 && hdr.replay.op == REPLAY_OP_UPDATE) {
             if (hdr.replay.index >= meta.replay.num_leaves) {
                 replay_rejected.count(REPLAY_REJECT_BAD_INDEX);
@@ -102,7 +110,8 @@ control Replay(inout headers_t hdr, inout metadata_t meta,
                 if ((hdr.replay.flags & REPLAY_FLAG_INSERT) != 0) {
                     replay_key.write(key_cell, hdr.replay.draw);
                     meta.replay.apply_update = 1;
-                } else if (stored_key == hdr.replay.draw) {
+                } else if (stored_key == hdr.replay.draw && hdr.replay.draw != 0) {
+                    // (keys travel as key + 1: 0 is a leaf never inserted, which nobody updates)
                     meta.replay.apply_update = 1;
                 }
             }

@@ -153,7 +153,7 @@ def test_cli_install_show_remove(switch: SwitchProcess, sc: SwitchController) ->
     assert r.returncode == 0, r.stderr
     shown = json.loads(r.stdout)
     assert shown["tables"] == {"7": {"tree": 0, "num_leaves": 4096, "total": 0, "samples": 0, "updates": 0}}
-    assert shown["rejected"] == {"bad_index": 0}
+    assert shown["rejected"] == {"bad_index": 0, "key_mismatch": 0}
     r = cli(switch, "replay", "install", "--table", "8", "--leaves", "20000")
     assert r.returncode == 1 and r.stderr.startswith("error: ") and "do not fit" in r.stderr
     assert "Traceback" not in r.stderr

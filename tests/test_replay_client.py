@@ -429,11 +429,11 @@ def test_switch_client_datagrams() -> None:
                 0,
             )
             updates = [h for h, _ in cap.got if h.op == Op.UPDATE_PRIORITY]
-            # key 14 twice: one datagram, the last priority (1.0 -> 4096); the key rides in `draw`
+            # key 14 twice: one datagram, the last priority (1.0 -> 4096); key + 1 rides in `draw`
             assert sorted((h.index, h.priority, h.draw) for h in updates) == [
-                (3, 8192, 3),
-                (4, 4096, 14),
-                (5, 0, 25),
+                (3, 8192, 4),
+                (4, 4096, 15),
+                (5, 0, 26),
             ]
             assert all(h.flags == 0 for h in updates)  # a learner's update: no INSERT
             assert all(h.table_id == 0 and h.frag_count == 1 for h in updates)

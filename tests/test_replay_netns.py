@@ -43,6 +43,7 @@ from host_agents.replay_client import ReplayConfig, make_replay_client
 role, cfg = sys.argv[1], json.loads(sys.argv[2])
 params = cfg.pop("params")
 client = make_replay_client(ReplayConfig(**cfg))
+fresh_cfg = dict(cfg)
 
 def item(tag):
     return tag.encode().ljust(params["item_bytes"], b".")
@@ -71,7 +72,14 @@ with client:
         out["after"] = counts(params["batches"] // 2, params["batch"])
         # 32 newer items evict all 16 old ones (FIFO); updates of the old keys are ignored
         client.insert([item(f"new{i}") for i in range(params["max_size"])], [1.0] * params["max_size"])
-        out["stale_update"] = client.update_priorities([keys[t] for t in keys], [1000.0] * len(keys))
+        # from a client that has not seen the new keys, so that the server (or the switch) must
+        # tell the old keys apart (the Redis learner's replay is its own: the same client)
+        stale_keys = [keys[t] for t in keys]
+        if cfg["backend"] == "redis":
+            out["stale_update"] = client.update_priorities(stale_keys, [1000.0] * len(keys))
+        else:
+            with make_replay_client(ReplayConfig(**fresh_cfg)) as fresh:
+                out["stale_update"] = fresh.update_priorities(stale_keys, [1000.0] * len(keys))
         out["last"] = counts(4, params["batch"])
         print(json.dumps(out))
 """
@@ -164,6 +172,7 @@ def test_replay_over_the_network(path: str) -> None:
             out = finish(learner, "learner")
             if path == "switch":
                 shown = tb.root.controller.replay.counters(0)
+                rejected = tb.root.controller.replay.rejected()
         finally:
             service.kill()
             service.communicate(timeout=10)
@@ -203,3 +212,5 @@ def test_replay_over_the_network(path: str) -> None:
         # the resends of those whose answer was late)
         assert shown["samples"] >= 40 * 50 + 20 * 50 + 4 * 50
         assert shown["updates"] >= 16 + 16 + MAX_SIZE
+        # the stale updates reached the switch, which refused them by their keys
+        assert rejected["key_mismatch"] >= 16

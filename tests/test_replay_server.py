@@ -487,6 +487,8 @@ def test_switch_path_sample(replay_server, client_for) -> None:
     assert c.error(Op.SAMPLE, body, flags=sw, index=8, priority=3, total=12)[0] == Status.BAD_INDEX
     assert c.error(Op.SAMPLE, body, flags=sw, index=5, priority=3, total=12)[0] == Status.EMPTY
     assert c.error(Op.SAMPLE, body, flags=sw, index=1, priority=0, total=12)[0] == Status.EMPTY
+    # an empty switch tree's walk ends at its last leaf (16383), beyond this table: EMPTY, not BAD_INDEX
+    assert c.error(Op.SAMPLE, body, flags=sw, index=16383, priority=0, total=0)[0] == Status.EMPTY
     assert (
         c.error(Op.SAMPLE, rp.encode_sample_request(2, 0.5), flags=sw, index=1, priority=3, total=12)[0]
         == Status.MALFORMED

@@ -236,7 +236,10 @@ int rs_checkpoint_restore(struct rs_server *s, const char *path, char *err, size
         uint32_t max_size = r_u32(&c);
         double alpha = r_f64(&c);
         uint8_t mode = r_u8(&c);
-        if (c.failed || max_size == 0 || mode > 1 || !(alpha >= 0 && alpha <= RS_ALPHA_MAX))
+        /* max_size is bounded before anything is allocated for it: a corrupt value must not
+         * ask for gigabytes of trees before the checksum is checked */
+        if (c.failed || max_size == 0 || max_size > RS_TABLE_MAX_SIZE || mode > 1 ||
+            !(alpha >= 0 && alpha <= RS_ALPHA_MAX))
             BAD("checkpoint %s is corrupt (table %u)", path, i);
         struct rs_table *t;
         if (cli_tables) {

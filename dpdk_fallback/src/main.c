@@ -17,7 +17,6 @@
 
 #define RX_BURST 64
 #define MAX_TABLES 1024
-#define MAX_TABLE_SIZE (1u << 28)
 #define MIB (1024ull * 1024ull)
 
 static volatile sig_atomic_t g_stop;
@@ -47,8 +46,8 @@ static const char USAGE[] =
     "  --reassembly-timeout S   drop a partial request after S seconds without a fragment\n"
     "                           (default 5)\n"
     "  --reply-cache-entries N  replies kept for dedupe and RESEND (default 4096)\n"
-    "  --reply-cache-bytes N    their total body bytes (default 256 MiB, at least\n"
-    "                           --max-message-bytes)\n"
+    "  --reply-cache-bytes N    their total body bytes (default 256 MiB); a reply larger\n"
+    "                           than this is not cached, so its resent request runs again\n"
     "  --checkpoint PATH        restore from PATH at start if it exists; write it on the\n"
     "                           CHECKPOINT op, at SIGINT/SIGTERM exit and every\n"
     "                           --checkpoint-every seconds (temp file + rename)\n"
@@ -159,7 +158,7 @@ static void parse_table(struct config *c, const char *arg)
         *eq = 0;
         const char *v = eq + 1;
         if (strcmp(kv, "max_size") == 0) {
-            t->max_size = (uint32_t)parse_size("--table max_size", v, 1, MAX_TABLE_SIZE);
+            t->max_size = (uint32_t)parse_size("--table max_size", v, 1, RS_TABLE_MAX_SIZE);
             have_size = 1;
         } else if (strcmp(kv, "alpha") == 0) {
             char *end;

@@ -313,10 +313,13 @@ static int op_sample(struct rs_server *s, struct rs_table *t, const struct rp_he
         /* the switch chose the slot: serve it with its unnormalized weight */
         if (batch != 1)
             FAIL(RP_MALFORMED, "a switch-sampled SAMPLE draws one item; batch_size is %u", batch);
+        /* an empty tree's walk ends at its last leaf, beyond a smaller table: EMPTY first */
+        if (h->total == 0 || h->priority == 0)
+            FAIL(RP_EMPTY, "the switch's tree for table '%s' holds no priority > 0", t->name);
         if (h->index >= t->max_size)
             FAIL(RP_BAD_INDEX, "switch index %u is beyond table '%s' (max_size %u)", h->index,
                  t->name, t->max_size);
-        if (h->priority == 0 || h->index >= size)
+        if (h->index >= size)
             FAIL(RP_EMPTY, "switch sampled slot %u of table '%s', which holds no item of priority > 0",
                  h->index, t->name);
         if (h->total < h->priority)

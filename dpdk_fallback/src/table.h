@@ -10,6 +10,8 @@
 #include "sumtree.h"
 
 #define RS_TABLE_NAME_MAX 63
+/* Largest max_size a table may have (the CLI's and a checkpoint's bound). */
+#define RS_TABLE_MAX_SIZE (1u << 28)
 #define RS_ALPHA_MAX 4.0 /* keeps p^alpha of any finite f32 (and sums of them) finite */
 
 enum rs_mode { RS_MODE_HOST = 0, RS_MODE_SWITCH = 1 };

@@ -72,6 +72,9 @@ const bit<2> AGG_EMIT_PARENT = 2;   // to the parent switch: ingress wrote the a
 const bit<16> REPLAY_UDP_PORT = 47100;
 const bit<16> REPLAY_HEADER_BYTES = 32;
 const bit<8>  REPLAY_VERSION = 1;
+// UDP lengths of the switch path's datagrams: 8 + 32-byte header (+ SAMPLE's u32, f32 body).
+const bit<16> REPLAY_UDP_LEN_UPDATE = 40;
+const bit<16> REPLAY_UDP_LEN_SAMPLE = 48;
 
 const bit<8> REPLAY_OP_SAMPLE        = 3;
 const bit<8> REPLAY_OP_UPDATE        = 5;    // UPDATE_PRIORITY

@@ -134,7 +134,7 @@ class SumTreeModel:
             )
         if flags & F_INSERT:
             self.keys[tree][index] = draw
-        elif self.keys[tree][index] != draw:
+        elif draw == 0 or self.keys[tree][index] != draw:  # keys travel as key + 1
             self.key_mismatch += 1
             return reflected(
                 frame,
@@ -422,7 +422,9 @@ def replay_passthrough() -> StfFile:
         [
             "Replay packets the switch does not act on are routed to the server unchanged (MACs, TTL - 1,",
             "IPv4 checksum): SAMPLE and UPDATE of a table it does not hold (the server's host path),",
-            "PUSH and other ops of a held table, and a datagram too short for the replay header.",
+            "PUSH and other ops of a held table, host-path forms of UPDATE/SAMPLE of a held table (a body,",
+            "a fragment, another protocol version: the server answers them), and a datagram too short",
+            "for the replay header.",
         ],
     )
     m = SumTreeModel()
@@ -443,6 +445,22 @@ def replay_passthrough() -> StfFile:
             request(header(OP_PUSH, 0, 3), struct.pack("!IfI", 1, 1.5, 4) + b"item"),
         ),
         ("op 11 INFO of table 0", request(header(11, 0, 4))),
+        (
+            "UPDATE_PRIORITY of held table 0 with a host-path body (a batch of entries)",
+            request(header(OP_UPDATE, 0, 5), struct.pack("!IQf", 1, 3, 2.0)),
+        ),
+        (
+            "SAMPLE of held table 0 with a host-path batch of 32 and a 4-byte extra body",
+            request(header(OP_SAMPLE, 0, 6, draw=5), struct.pack("!IfI", 32, 0.4, 0)),
+        ),
+        (
+            "UPDATE_PRIORITY of held table 0, fragment 0 of 2",
+            request(header(OP_UPDATE, 0, 7, index=1, priority=5, frag=(0, 2))),
+        ),
+        (
+            "UPDATE_PRIORITY of held table 0 with protocol version 2",
+            request(header(OP_UPDATE, 0, 8, index=1, priority=5, version=2)),
+        ),
         (
             "10 bytes of UDP payload: no replay header",
             bytes(
