@@ -105,3 +105,10 @@ clean:
 .PHONY: bench-aggregation
 bench-aggregation: system-deps $(STAMP)
 	$(VPY) -m bench.aggregation $(AGG_ARGS)
+
+# Replay benchmark (bench/README.md): push/sample/update latency and throughput, in-switch sampling
+# vs the C replay server (sockets, DPDK) vs Redis over one software switch; needs root. Options via
+# REPLAY_ARGS, e.g. `make bench-replay REPLAY_ARGS=--quick`.
+.PHONY: bench-replay
+bench-replay: system-deps $(STAMP) replay-server
+	$(VPY) -m bench.replay $(REPLAY_ARGS)
