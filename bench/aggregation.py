@@ -43,7 +43,6 @@ import json
 import math
 import os
 import platform
-import queue
 import select
 import signal
 import statistics
@@ -51,10 +50,21 @@ import subprocess
 import sys
 import threading
 import time
-from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from bench.common import (
+    BenchError,
+    ProcessGroup,
+    StdinLines,
+    choice_list,
+    emit,
+    int_list,
+    process_group,
+    progress,
+    run_and_report,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # `python bench/aggregation.py` as well as `python -m bench.aggregation`
@@ -139,33 +149,6 @@ def phase_timeout_s(method: str, workers: int, numel: int, calls: int) -> float:
 # worker side: `python -m bench.aggregation --role ...`, run inside a worker's namespace
 
 
-def _emit(**record: object) -> None:
-    sys.stdout.write(json.dumps(record) + "\n")
-    sys.stdout.flush()
-
-
-class _StdinLines:
-    """Lines from fd 0 with a timeout (the parent's go signals)."""
-
-    def __init__(self) -> None:
-        self.buf = b""
-
-    def readline(self, timeout: float) -> str | None:
-        deadline = time.monotonic() + timeout
-        while b"\n" not in self.buf:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError(f"no go signal from the benchmark within {timeout:g} s")
-            ready, _, _ = select.select([0], [], [], left)
-            if ready:
-                chunk = os.read(0, 4096)
-                if not chunk:
-                    return None  # parent gone
-                self.buf += chunk
-        line, _, self.buf = self.buf.partition(b"\n")
-        return line.decode()
-
-
 class _SwitchMethod:
     def __init__(self, args: argparse.Namespace) -> None:
         from host_agents.agg_client import AggregationClient
@@ -245,15 +228,15 @@ def worker_main(args: argparse.Namespace) -> int:
 
     sizes = [int(s) for s in args.sizes.split(",")]
     repeats = [int(r) for r in args.repeats.split(",")]
-    stdin = _StdinLines()
+    stdin = StdinLines()
     kind = {"switch-worker": _SwitchMethod, "ps-worker": _PsMethod, "gloo-worker": _GlooMethod}[args.role]
     try:
         method = kind(args)
     except Exception as e:
-        _emit(event="error", message=f"{args.role} {args.rank}: set-up failed: {type(e).__name__}: {e}")
+        emit(event="error", message=f"{args.role} {args.rank}: set-up failed: {type(e).__name__}: {e}")
         return 1
     try:
-        _emit(event="up", rank=args.rank)
+        emit(event="up", rank=args.rank)
         for numel, repeat in zip(sizes, repeats, strict=True):
             x = input_tensor(args.seed, args.rank, numel, 0)
             if stdin.readline(args.phase_timeout) is None:
@@ -264,20 +247,20 @@ def worker_main(args: argparse.Namespace) -> int:
             expect = _expected_sum(args.seed, args.workers, numel)
             peak = float(expect.abs().max())
             err = float((y.double() - expect).abs().max()) / (peak or 1.0)
-            _emit(event="warm", rank=args.rank, numel=numel, seconds=warm_s, max_rel_err=err, retx=retx)
+            emit(event="warm", rank=args.rank, numel=numel, seconds=warm_s, max_rel_err=err, retx=retx)
             if stdin.readline(args.phase_timeout) is None:
                 return 1
             for rep in range(repeat):
                 t0 = time.perf_counter()
                 _, sent, received, retx = method.allreduce(x)
                 seconds = time.perf_counter() - t0
-                _emit(
+                emit(
                     event="call", rank=args.rank, numel=numel, rep=rep, seconds=seconds,
                     bytes_sent=sent, bytes_received=received, retransmissions=retx,
                 )
-            _emit(event="done", rank=args.rank, numel=numel)
+            emit(event="done", rank=args.rank, numel=numel)
     except Exception as e:
-        _emit(event="error", message=f"{args.role} {args.rank}: {type(e).__name__}: {e}")
+        emit(event="error", message=f"{args.role} {args.rank}: {type(e).__name__}: {e}")
         return 1
     finally:
         method.close()
@@ -311,113 +294,6 @@ def build_worker_parser() -> argparse.ArgumentParser:
 
 # ---------------------------------------------------------------------------------------------
 # parent side
-
-
-class BenchError(RuntimeError):
-    pass
-
-
-def progress(msg: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
-
-
-class WorkerGroup:
-    """The N worker processes of one (method, workers) run; their JSON lines arrive on one queue."""
-
-    def __init__(self) -> None:
-        self.procs: list[subprocess.Popen[str]] = []
-        self.stderr: list[deque[str]] = []
-        self.events: queue.Queue[tuple[int, dict | None]] = queue.Queue()
-        self.exited: set[int] = set()  # workers whose stdout has closed
-
-    def start(self, ns, argv: list[str]) -> None:
-        env = {**os.environ, "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-        proc = ns.popen(argv, stdin=subprocess.PIPE, cwd=str(ROOT), env=env, start_new_session=True)
-        idx = len(self.procs)
-        self.procs.append(proc)
-        tail: deque[str] = deque(maxlen=40)
-        self.stderr.append(tail)
-        threading.Thread(target=self._read_out, args=(idx, proc), daemon=True).start()
-        threading.Thread(target=lambda: tail.extend(proc.stderr), daemon=True).start()
-
-    def _read_out(self, idx: int, proc: subprocess.Popen[str]) -> None:
-        for line in proc.stdout:
-            line = line.strip()
-            if line.startswith("{"):
-                try:
-                    self.events.put((idx, json.loads(line)))
-                except json.JSONDecodeError:
-                    pass
-        self.events.put((idx, None))
-
-    def go(self) -> None:
-        for idx, p in enumerate(self.procs):
-            try:
-                p.stdin.write("go\n")
-                p.stdin.flush()
-            except OSError as e:  # the worker is gone
-                tail = "".join(self.stderr[idx]).strip()[-1500:]
-                raise BenchError(f"worker {idx} is gone ({e}): {tail or 'no output'}") from e
-
-    def wait_for(self, event: str, timeout: float, collect: list[dict] | None = None) -> list[dict]:
-        """Until every worker has sent `event`; other records go to `collect`. Raises BenchError on
-        a worker's error, exit, or the timeout."""
-        got: dict[int, dict] = {}
-        deadline = time.monotonic() + timeout
-        while len(got) < len(self.procs):
-            gone = sorted(self.exited - set(got))
-            if gone:
-                idx = gone[0]
-                time.sleep(0.2)  # let the stderr reader catch up
-                tail = "".join(self.stderr[idx]).strip()[-1500:]
-                rc = self.procs[idx].poll()
-                raise BenchError(f"worker {idx} exited (rc {rc}) before '{event}': {tail or 'no output'}")
-            left = deadline - time.monotonic()
-            if left <= 0:
-                missing = sorted(set(range(len(self.procs))) - set(got))
-                raise BenchError(
-                    f"timed out after {timeout:.0f} s waiting for '{event}' from workers {missing}"
-                )
-            try:
-                idx, rec = self.events.get(timeout=min(left, 1.0))
-            except queue.Empty:
-                continue
-            if rec is None:  # a worker that has sent its last 'done' may exit while others still work
-                self.exited.add(idx)
-                continue
-            if rec.get("event") == "error":
-                raise BenchError(rec.get("message", "worker error"))
-            if rec.get("event") == event:
-                got[idx] = rec
-            elif collect is not None:
-                collect.append(rec)
-        return [got[i] for i in range(len(self.procs))]
-
-    def stop(self) -> None:
-        for p in self.procs:
-            with contextlib.suppress(OSError, ValueError):
-                p.stdin.close()
-        deadline = time.monotonic() + 5
-        for p in self.procs:
-            try:
-                p.wait(max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                p.terminate()
-        for p in self.procs:
-            try:
-                p.wait(5)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-
-
-@contextlib.contextmanager
-def worker_group() -> Iterator[WorkerGroup]:
-    g = WorkerGroup()
-    try:
-        yield g
-    finally:
-        g.stop()
 
 
 @contextlib.contextmanager
@@ -523,9 +399,10 @@ def run_method(cfg: Config, tb, method: str, n: int) -> None:
             extra: dict = {}
             if method == "ps":
                 extra["server"] = stack.enter_context(param_server(server_host, n, 600.0))
-            group = stack.enter_context(worker_group())
+            group = stack.enter_context(process_group())
             for rank in range(n):
-                group.start(workers[rank].host.ns, worker_argv(cfg, method, n, rank, tb, extra))
+                argv = worker_argv(cfg, method, n, rank, tb, extra)
+                group.start(f"worker {rank}", workers[rank].host.ns, argv)
             t0 = time.monotonic()
             group.wait_for("up", STARTUP_TIMEOUT_S)
             progress(f"  {method} x{n}: {n} worker(s) up in {time.monotonic() - t0:.1f} s")
@@ -544,7 +421,9 @@ def run_method(cfg: Config, tb, method: str, n: int) -> None:
             cfg.save()
 
 
-def measure_size(cfg: Config, group: WorkerGroup, workers, server_host, method: str, n: int, kb: int) -> dict:
+def measure_size(
+    cfg: Config, group: ProcessGroup, workers, server_host, method: str, n: int, kb: int
+) -> dict:
     numel = numel_for(kb)
     nbytes = 4 * numel
     repeat = repeat_for(kb, cfg.repeat, cfg.big_repeat)
@@ -554,7 +433,8 @@ def measure_size(cfg: Config, group: WorkerGroup, workers, server_host, method: 
         f"estimate ~{est * (1 + repeat):.2g} s"
     )
     group.go()
-    warm = group.wait_for("warm", phase_timeout_s(method, n, numel, 1))
+    got = group.wait_for("warm", phase_timeout_s(method, n, numel, 1))
+    warm = [got[rank] for rank in range(n)]
     time.sleep(SETTLE_S)
     hosts = [w.host for w in workers]
     before = [read_counters(h) for h in hosts]
@@ -710,24 +590,6 @@ def format_table(results: list[dict], meta: dict) -> str:
     return "\n".join(lines)
 
 
-def _int_list(text: str) -> list[int]:
-    try:
-        values = [int(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of integers") from None
-    if not values or min(values) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: need positive integers")
-    return values
-
-
-def _methods(text: str) -> list[str]:
-    values = [v.strip() for v in text.split(",") if v.strip()]
-    bad = [v for v in values if v not in METHODS]
-    if bad or not values:
-        raise argparse.ArgumentTypeError(f"unknown method(s) {bad}; choose from {','.join(METHODS)}")
-    return values
-
-
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m bench.aggregation",
@@ -736,12 +598,12 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Internal: the benchmark re-runs this module with --role switch-worker|ps-worker|"
         "gloo-worker inside each worker's namespace (see `--role switch-worker --help`).",
     )
-    p.add_argument("--workers", type=_int_list, default=None,
+    p.add_argument("--workers", type=int_list, default=None,
                    help=f"comma-separated worker counts (default {','.join(map(str, DEFAULT_WORKERS))})")
-    p.add_argument("--sizes-kb", type=_int_list, default=None,
+    p.add_argument("--sizes-kb", type=int_list, default=None,
                    help="comma-separated tensor sizes in KB of float32, 1 KB = 1000 bytes "
                    f"(default {','.join(map(str, DEFAULT_SIZES_KB))})")
-    p.add_argument("--methods", type=_methods, default=list(METHODS),
+    p.add_argument("--methods", type=choice_list(METHODS, "method"), default=list(METHODS),
                    help=f"comma-separated subset of {','.join(METHODS)} (default: all)")
     p.add_argument("--repeat", type=int, default=None,
                    help=f"timed calls per size after one warm-up call (default {DEFAULT_REPEAT})")
@@ -805,25 +667,7 @@ def main(argv: list[str] | None = None) -> int:
         f"({cfg.big_repeat} above 1 MB), window {cfg.slots} slots; rough estimate ~{total / 60:.1f} min"
     )
 
-    def on_term(*_: object) -> None:
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, on_term)
-    rc = 0
-    try:
-        run(cfg)
-    except KeyboardInterrupt:
-        progress("interrupted: cleaning up, keeping what was measured")
-        cfg.meta["interrupted"] = True
-        rc = 130
-    cfg.meta["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-    cfg.save()
-    print(format_table(cfg.results, cfg.meta))
-    print(f"\nJSON: {cfg.out}")
-    if rc == 0 and any(r.get("error") for r in cfg.results):
-        rc = 1
-    return rc
-
+    return run_and_report(cfg, run, format_table)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -53,7 +53,6 @@ import json
 import math
 import os
 import platform
-import queue
 import select
 import shutil
 import signal
@@ -65,6 +64,17 @@ from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from bench.common import (
+    BenchError,
+    StdinLines,
+    choice_list,
+    emit,
+    int_list,
+    process_group,
+    progress,
+    run_and_report,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # `python bench/replay.py` as well as `python -m bench.replay`
@@ -103,26 +113,9 @@ NOTE = (
 # worker side: `python -m bench.replay --role ...`, run inside a host's namespace
 
 
-def _emit(**record: object) -> None:
-    sys.stdout.write(json.dumps(record) + "\n")
-    sys.stdout.flush()
-
-
 def _wait_go(timeout: float) -> bool:
-    """Block until the parent writes a line on stdin (True) or closes it (False)."""
-    deadline = time.monotonic() + timeout
-    buf = b""
-    while b"\n" not in buf:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise TimeoutError(f"no go signal from the benchmark within {timeout:g} s")
-        ready, _, _ = select.select([0], [], [], left)
-        if ready:
-            chunk = os.read(0, 4096)
-            if not chunk:
-                return False
-            buf += chunk
-    return True
+    """Block until the driver writes a line on stdin (True) or closes it (False)."""
+    return StdinLines().readline(timeout) is not None
 
 
 def _client_config(args: argparse.Namespace, seed: int):
@@ -173,7 +166,7 @@ def actor_main(args: argparse.Namespace) -> int:
     pool = [rng.bytes(args.item_bytes) for _ in range(4 * args.batch)]
     with make_replay_client(_client_config(args, seed)) as client:
         client.insert(pool[: args.batch], rng.uniform(0.01, 1.0, args.batch))  # untimed: path check
-        _emit(event="ready", rank=args.rank)
+        emit(event="ready", rank=args.rank)
         if not _wait_go(args.phase_timeout):
             return 1
         lat: list[float] = []
@@ -186,9 +179,7 @@ def actor_main(args: argparse.Namespace) -> int:
             client.insert(items, prio)
             lat.append(time.perf_counter() - t0)
         end = time.monotonic()
-        _emit(
-            event="done", rank=args.rank, push_s=_us(lat), start=start, end=end, stats=_client_stats(client)
-        )
+        emit(event="done", rank=args.rank, push_s=_us(lat), start=start, end=end, stats=_client_stats(client))
     return 0
 
 
@@ -213,7 +204,7 @@ def learner_main(args: argparse.Namespace) -> int:
         bad = [len(it) for it in batch.items if len(it) != args.item_bytes]
         if bad:
             raise RuntimeError(f"sampled items of {bad[:3]} bytes, expected {args.item_bytes}")
-        _emit(event="ready", rank=-1, warmup_items=filled, warmup_fill_s=fill_s)
+        emit(event="ready", rank=-1, warmup_items=filled, warmup_fill_s=fill_s)
         if not _wait_go(args.phase_timeout):
             return 1
         sample_s: list[float] = []
@@ -234,7 +225,7 @@ def learner_main(args: argparse.Namespace) -> int:
             info = client.info()
         except Exception as e:  # figures are in; a failed INFO only loses the server's counters
             info = {"error": f"{type(e).__name__}: {e}"}
-        _emit(
+        emit(
             event="done", rank=-1, sample_s=_us(sample_s), update_s=_us(update_s), start=start, end=end,
             ignored_updates=ignored, stats=_client_stats(client), info=info,
         )  # fmt: skip
@@ -247,7 +238,7 @@ def redis_main(args: argparse.Namespace) -> int:
     # Protected mode refuses every client whose source address is not loopback (without a
     # password), which is every client here: the actors and the learner are other hosts.
     with RedisServer(host=args.bind or "127.0.0.1", extra_args=["--protected-mode", "no"]) as server:
-        _emit(event="ready", rank=-2, url=server.url, pid=server.process.pid if server.process else None)
+        emit(event="ready", rank=-2, url=server.url, pid=server.process.pid if server.process else None)
         _wait_go(args.phase_timeout)  # returns when the parent closes stdin (or the timeout)
     return 0
 
@@ -258,9 +249,9 @@ def worker_main(args: argparse.Namespace) -> int:
     try:
         return main_of(args)
     except TimeoutError as e:
-        _emit(event="error", message=f"{args.role} {args.rank}: {e}")
+        emit(event="error", message=f"{args.role} {args.rank}: {e}")
     except Exception as e:
-        _emit(event="error", message=f"{args.role} {args.rank}: {type(e).__name__}: {e}")
+        emit(event="error", message=f"{args.role} {args.rank}: {type(e).__name__}: {e}")
     return 1
 
 
@@ -293,113 +284,8 @@ def build_worker_parser() -> argparse.ArgumentParser:
 # parent side
 
 
-class BenchError(RuntimeError):
-    pass
-
-
 class Skipped(BenchError):
     """The path cannot run here (not built, not installed, DPDK refused): reported, not an error."""
-
-
-def progress(msg: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
-
-
-class Group:
-    """Named processes in namespaces whose JSON lines arrive on one queue."""
-
-    def __init__(self) -> None:
-        self.names: list[str] = []
-        self.procs: list[subprocess.Popen[str]] = []
-        self.stderr: list[deque[str]] = []
-        self.events: queue.Queue[tuple[int, dict | None]] = queue.Queue()
-        self.exited: set[int] = set()
-
-    def start(self, name: str, ns, argv: list[str]) -> int:
-        env = {**os.environ, "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
-        proc = ns.popen(argv, stdin=subprocess.PIPE, cwd=str(ROOT), env=env, start_new_session=True)
-        idx = len(self.procs)
-        self.names.append(name)
-        self.procs.append(proc)
-        tail: deque[str] = deque(maxlen=40)
-        self.stderr.append(tail)
-        threading.Thread(target=self._read_out, args=(idx, proc), daemon=True).start()
-        threading.Thread(target=lambda: tail.extend(proc.stderr), daemon=True).start()
-        return idx
-
-    def _read_out(self, idx: int, proc: subprocess.Popen[str]) -> None:
-        for line in proc.stdout:
-            line = line.strip()
-            if line.startswith("{"):
-                with contextlib.suppress(json.JSONDecodeError):
-                    self.events.put((idx, json.loads(line)))
-        self.events.put((idx, None))
-
-    def _tail(self, idx: int) -> str:
-        return "".join(self.stderr[idx]).strip()[-1500:] or "no output"
-
-    def go(self, which: list[int]) -> None:
-        for idx in which:
-            try:
-                self.procs[idx].stdin.write("go\n")
-                self.procs[idx].stdin.flush()
-            except OSError as e:
-                raise BenchError(f"{self.names[idx]} is gone ({e}): {self._tail(idx)}") from e
-
-    def wait_for(self, event: str, which: list[int], timeout: float) -> dict[int, dict]:
-        """Until every process in `which` has sent `event`; raises BenchError on an error record,
-        an early exit or the timeout."""
-        got: dict[int, dict] = {}
-        deadline = time.monotonic() + timeout
-        while len(got) < len(which):
-            gone = sorted((self.exited & set(which)) - set(got))
-            if gone:
-                idx = gone[0]
-                time.sleep(0.2)  # let the stderr reader catch up
-                rc = self.procs[idx].poll()
-                raise BenchError(f"{self.names[idx]} exited (rc {rc}) before '{event}': {self._tail(idx)}")
-            left = deadline - time.monotonic()
-            if left <= 0:
-                missing = [self.names[i] for i in which if i not in got]
-                raise BenchError(f"timed out after {timeout:.0f} s waiting for '{event}' from {missing}")
-            try:
-                idx, rec = self.events.get(timeout=min(left, 1.0))
-            except queue.Empty:
-                continue
-            if rec is None:
-                self.exited.add(idx)
-                continue
-            if rec.get("event") == "error":
-                raise BenchError(rec.get("message", f"{self.names[idx]}: error"))
-            if rec.get("event") == event and idx in which:
-                got[idx] = rec
-        return got
-
-    def stop(self) -> None:
-        for p in self.procs:
-            with contextlib.suppress(OSError, ValueError):
-                p.stdin.close()
-        deadline = time.monotonic() + 5
-        for p in self.procs:
-            try:
-                p.wait(max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                p.terminate()
-        for p in self.procs:
-            try:
-                p.wait(5)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-
-
-@contextlib.contextmanager
-def group() -> Iterator[Group]:
-    g = Group()
-    try:
-        yield g
-    finally:
-        g.stop()
 
 
 @contextlib.contextmanager
@@ -586,12 +472,12 @@ def run_path(cfg: Config, tb, path: str, n: int) -> dict:
         if path == "redis":
             if shutil.which("redis-server") is None:
                 raise Skipped("redis-server is not installed (apt-get install redis-server)")
-            procs = stack.enter_context(group())
+            procs = stack.enter_context(process_group())
             r = procs.start("redis-server", server.ns, [
                 sys.executable, "-m", "bench.replay", "--role", "redis-server", "--bind", server.ip,
                 "--phase-timeout", f"{STARTUP_TIMEOUT_S + 2 * timeout:.0f}",
             ])  # fmt: skip
-            redis_url = procs.wait_for("ready", [r], SERVER_START_TIMEOUT_S)[r]["url"]
+            redis_url = procs.wait_for("ready", SERVER_START_TIMEOUT_S, which=[r])[r]["url"]
             res["server"] = {"redis_url": redis_url}
         else:
             if path == "host-dpdk":
@@ -602,12 +488,12 @@ def run_path(cfg: Config, tb, path: str, n: int) -> dict:
                 # Left installed: switch runs last in its star (RUN_ORDER), which is torn down next.
                 tb.root.controller.replay.install_table(TABLE_ID, cfg.max_size)
                 res["install_table_s"] = time.monotonic() - t0
-        g = stack.enter_context(group())
+        g = stack.enter_context(process_group())
         phase = STARTUP_TIMEOUT_S + timeout
         learner = g.start("learner", learner_host.ns, worker_argv(
             cfg, "learner", 0, path, server.ip, redis_url, learner_host.ip, cfg.rounds, phase))  # fmt: skip
         t0 = time.monotonic()
-        ready = g.wait_for("ready", [learner], STARTUP_TIMEOUT_S + timeout)
+        ready = g.wait_for("ready", STARTUP_TIMEOUT_S + timeout, which=[learner])
         res["warmup"] = {k: ready[learner][k] for k in ("warmup_items", "warmup_fill_s")}
         progress(
             f"  {path} x{n}: learner filled {ready[learner]['warmup_items']} items in "
@@ -621,12 +507,12 @@ def run_path(cfg: Config, tb, path: str, n: int) -> dict:
             )  # fmt: skip
             for i, h in enumerate(actor_hosts)
         ]
-        g.wait_for("ready", actors, STARTUP_TIMEOUT_S)
+        g.wait_for("ready", STARTUP_TIMEOUT_S, which=actors)
         everyone = [learner, *actors]
         t0 = time.monotonic()
         drops0 = switch_port_drops(tb.root.process.proc.pid)
         g.go(everyone)
-        done = g.wait_for("done", everyone, timeout)
+        done = g.wait_for("done", timeout, which=everyone)
         wall = time.monotonic() - t0
         drops1 = switch_port_drops(tb.root.process.proc.pid)
     lrec = done[learner]
@@ -751,24 +637,6 @@ def format_table(results: list[dict], meta: dict) -> str:
     return "\n".join(lines)
 
 
-def _int_list(text: str) -> list[int]:
-    try:
-        values = [int(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of integers") from None
-    if not values or min(values) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: need positive integers")
-    return values
-
-
-def _paths(text: str) -> list[str]:
-    values = [v.strip() for v in text.split(",") if v.strip()]
-    bad = [v for v in values if v not in PATHS]
-    if bad or not values:
-        raise argparse.ArgumentTypeError(f"unknown path(s) {bad}; choose from {','.join(PATHS)}")
-    return list(dict.fromkeys(values))
-
-
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m bench.replay",
@@ -779,13 +647,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--paths",
-        type=_paths,
+        type=choice_list(PATHS, "path"),
         default=list(PATHS),
         help=f"comma-separated subset of {','.join(PATHS)} (default: all)",
     )
     p.add_argument(
         "--actors",
-        type=_int_list,
+        type=int_list,
         default=None,
         help=f"comma-separated actor counts (default {','.join(map(str, DEFAULT_ACTORS))})",
     )
@@ -959,24 +827,7 @@ def main(argv: list[str] | None = None) -> int:
         f"rough estimate ~{total / 60:.1f} min without loss recovery (each client timeout adds to it)"
     )
 
-    def on_term(*_: object) -> None:
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, on_term)
-    rc = 0
-    try:
-        run(cfg)
-    except KeyboardInterrupt:
-        progress("interrupted: cleaning up, keeping what was measured")
-        cfg.meta["interrupted"] = True
-        rc = 130
-    cfg.meta["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-    cfg.save()
-    print(format_table(cfg.results, cfg.meta))
-    print(f"\nJSON: {cfg.out}")
-    if rc == 0 and any(r.get("error") for r in cfg.results):
-        rc = 1
-    return rc
+    return run_and_report(cfg, run, format_table)
 
 
 if __name__ == "__main__":
