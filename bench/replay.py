@@ -237,7 +237,7 @@ def redis_main(args: argparse.Namespace) -> int:
 
     # Protected mode refuses every client whose source address is not loopback (without a
     # password), which is every client here: the actors and the learner are other hosts.
-    with RedisServer(host=args.bind or "127.0.0.1", extra_args=["--protected-mode", "no"]) as server:
+    with RedisServer(host=args.bind or "127.0.0.1") as server:
         emit(event="ready", rank=-2, url=server.url, pid=server.process.pid if server.process else None)
         _wait_go(args.phase_timeout)  # returns when the parent closes stdin (or the timeout)
     return 0

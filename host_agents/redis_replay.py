@@ -280,6 +280,8 @@ class RedisServer:
                 "--save", "",
                 "--appendonly", "no",
                 "--daemonize", "no",
+                # a private server: protected mode would refuse every client not on loopback
+                "--protected-mode", "no",
                 "--dir", self._dir.name,
                 "--logfile", logfile,
                 *self.extra_args,
