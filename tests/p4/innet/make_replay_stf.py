@@ -261,9 +261,11 @@ class ReplayStf(StfFile):
         prio: int,
         *why: str,
         key: int | None = None,
+        insert: bool | None = None,
     ) -> None:
-        """An inserter's UPDATE (INSERT, key = index) unless ``key`` is given (a learner's)."""
-        flags = F_INSERT if key is None else 0
+        """An UPDATE carrying ``key`` in draw (default: the leaf index), INSERT unless a ``key`` is
+        given (a learner's) or ``insert`` says otherwise."""
+        flags = F_INSERT if (key is None if insert is None else insert) else 0
         key = index if key is None else key
         frame = request(header(OP_UPDATE, table, req, index=index, priority=prio, draw=key, flags=flags))
         kind = "INSERT" if flags else "learner"
@@ -495,10 +497,16 @@ def replay_keys() -> StfFile:
     f.update(m, 0, 1, 3, 100, "INSERT key 3 in leaf 3 (max_size 8): priority 100")
     f.update(m, 0, 2, 3, 40, "learner UPDATE key 3 := 40: applied", key=3)
     f.update(m, 0, 3, 3, 900, "learner UPDATE key 11 (= 3 + 8, not inserted yet): ignored", key=11)
-    frame = request(header(OP_UPDATE, 0, 4, index=3, priority=7, draw=11, flags=F_INSERT))
-    f.c("INSERT key 11 in leaf 3 (the item with key 3 evicted): priority 7")
-    f.packet(LEARNER_PORT, frame)
-    f.expect(Out(LEARNER_PORT, m.update(frame)))
+    f.update(
+        m,
+        0,
+        4,
+        3,
+        7,
+        "INSERT key 11 in leaf 3 (the item with key 3 evicted): priority 7",
+        key=11,
+        insert=True,
+    )
     f.update(m, 0, 5, 3, 500, "learner UPDATE of the evicted key 3 := 500: ignored, leaf keeps 7", key=3)
     f.update(m, 0, 6, 3, 9, "learner UPDATE key 11 := 9: applied", key=11)
     f.update(
