@@ -103,34 +103,26 @@ class Replay:
         sum to zero). An empty tree costs one read, a tree with k leaves set about 2k per
         level. ``full`` reads every cell instead (2^15 of them: seconds on the software
         switch), for a tree written other than through UPDATE_PRIORITY."""
-        if full:
-            arrays = [("replay_root", range(tree, tree + 1))]
-            for level in range(1, TREE_DEPTH + 1):
-                cells = self._level_cells(tree, level)
-                arrays += [(f"replay_left_{level}", cells), (f"replay_right_{level}", cells)]
-            for name, cells in arrays:
-                got = self.client.read_registers(self.p + name, list(cells))
-                nonzero = {i: 0 for i, v in got.items() if v}
-                if nonzero:
-                    self.client.write_registers(self.p + name, nonzero)
+        if not self._zero_cells("replay_root", [tree]) and not full:
             return
-        if self.total(tree) == 0:
-            return
-        self.client.write_registers(self.p + "replay_root", {tree: 0})
         frontier = [0]  # nodes of the previous level that were not zero
         for level in range(1, TREE_DEPTH + 1):
             base = tree << (level - 1)
-            cells = [base + n for n in frontier]
+            cells = list(self._level_cells(tree, level)) if full else [base + n for n in frontier]
             nxt = []
             for side, name in ((0, f"replay_left_{level}"), (1, f"replay_right_{level}")):
-                got = self.client.read_registers(self.p + name, cells)
-                nonzero = {c: 0 for c, v in got.items() if v}
-                if nonzero:
-                    self.client.write_registers(self.p + name, nonzero)
-                    nxt += [((c - base) << 1) | side for c in nonzero]
-            if not nxt:
+                nxt += [((c - base) << 1) | side for c in self._zero_cells(name, cells)]
+            if not nxt and not full:
                 return
             frontier = sorted(nxt)
+
+    def _zero_cells(self, name: str, cells: list[int]) -> list[int]:
+        """Zero those of ``cells`` of register array ``name`` that are not zero; returns them."""
+        got = self.client.read_registers(self.p + name, cells)
+        nonzero = [c for c, v in got.items() if v]
+        if nonzero:
+            self.client.write_registers(self.p + name, dict.fromkeys(nonzero, 0))
+        return nonzero
 
     def leaves(self, tree: int, count: int = LEAVES) -> np.ndarray:
         """The first ``count`` leaf values of ``tree`` (fixed point), in leaf order."""
