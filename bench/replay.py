@@ -53,14 +53,11 @@ import json
 import math
 import os
 import platform
-import select
 import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
-from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,6 +72,7 @@ from bench.common import (
     progress,
     run_and_report,
 )
+from topologies.replay_server import SERVER_BIN, ReplayServerProcess
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # `python bench/replay.py` as well as `python -m bench.replay`
@@ -94,7 +92,6 @@ BETA = 0.4
 ALPHA = 0.6
 TABLE_ID = 0
 SEED = 0
-SERVER_BIN = ROOT / "dpdk_fallback" / "build" / "replay_server"
 # EAL without hugepages or a DPDK-bound NIC, as tests/test_replay_dpdk_netns.py runs it (--in-memory
 # is refused with --no-huge; --no-shconf keeps EAL's runtime files out of /var/run/dpdk).
 DPDK_EAL = f"--no-huge -m 256 --no-pci -l {min(os.sched_getaffinity(0))} --no-shconf"
@@ -295,7 +292,7 @@ def replay_server(host, path: str, max_size: int, item_bytes: int) -> Iterator[d
         raise Skipped(f"{SERVER_BIN.relative_to(ROOT)} is not built (make -C dpdk_fallback)")
     mode = "switch" if path == "switch" else "host"
     argv = [
-        str(SERVER_BIN), "--table", f"main:max_size={max_size},alpha={ALPHA},priorities={mode}",
+        "--table", f"main:max_size={max_size},alpha={ALPHA},priorities={mode}",
         "--seed", str(SEED), "--max-item-bytes", str(max(item_bytes, 1 << 20)),
     ]  # fmt: skip
     if path == "host-dpdk":
@@ -303,31 +300,17 @@ def replay_server(host, path: str, max_size: int, item_bytes: int) -> Iterator[d
         argv += ["--io", "dpdk", "--dpdk-args", eal, "--dpdk-ip", host.ip]
     else:
         argv += ["--io", "sockets", "--bind", host.ip]
-    proc = host.ns.popen(argv, stdin=subprocess.DEVNULL, start_new_session=True)
-    err_tail: deque[str] = deque(maxlen=40)
-    threading.Thread(target=lambda: err_tail.extend(proc.stderr), daemon=True).start()
     try:
-        ready, _, _ = select.select([proc.stdout], [], [], SERVER_START_TIMEOUT_S)
-        line = proc.stdout.readline() if ready else ""
-        if "ready" not in line:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(2)
-            time.sleep(0.2)
-            tail = " | ".join(s.strip() for s in list(err_tail)[-6:]) or "no output"
-            why = f"replay server ({path}) did not start (rc {proc.poll()}): {line.strip()!r} {tail}"
-            raise Skipped(why) if path == "host-dpdk" else BenchError(why)
-        threading.Thread(target=lambda: deque(proc.stdout, maxlen=0), daemon=True).start()
-        yield {"ready": line.strip(), "argv": argv[1:]}
+        server = ReplayServerProcess(argv, ns=host.ns, timeout=SERVER_START_TIMEOUT_S, new_session=True)
+    except RuntimeError as e:
+        why = f"replay server ({path}) did not start: {e}"
+        raise Skipped(why) if path == "host-dpdk" else BenchError(why) from None
+    try:
+        yield {"ready": server.ready_line, "argv": argv}
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        if err_tail and path == "host-dpdk":
-            counters = [s.strip() for s in err_tail if s.startswith("dpdk: rx")]
+        server.stop(timeout=10)
+        if path == "host-dpdk":
+            counters = [s.strip() for s in server.stderr().splitlines() if s.startswith("dpdk: rx")]
             if counters:
                 progress(f"    {counters[-1]}")
 

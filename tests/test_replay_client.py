@@ -11,10 +11,8 @@ import math
 import os
 import select
 import socket
-import subprocess
 import threading
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -53,6 +51,7 @@ from host_agents.replay_protocol import (
     fragment,
 )
 from host_agents.sum_tree import PrioritizedReplay, SumTree
+from topologies.replay_server import SERVER_BIN, ReplayServerProcess
 
 CHI2_999 = {3: 16.27, 4: 18.47}
 
@@ -548,9 +547,6 @@ def test_config_validation() -> None:
 
 # --- HostReplayClient against the real C server ----------------------------------------------
 
-SERVER_BIN = Path(__file__).resolve().parents[1] / "dpdk_fallback" / "build" / "replay_server"
-
-
 def free_udp_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -564,23 +560,9 @@ def real_server(*args: str) -> Iterator[int]:
     if not SERVER_BIN.exists():
         pytest.skip(f"{SERVER_BIN} not built (make -C dpdk_fallback)")
     port = free_udp_port()
-    cmd = [str(SERVER_BIN), "--bind", "127.0.0.1", "--port", str(port), "--seed", "7", "--quiet", *args]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        ready, _, _ = select.select([proc.stdout], [], [], 10)
-        line = proc.stdout.readline() if ready else ""  # type: ignore[union-attr]
-        if "ready" not in line:
-            proc.kill()
-            raise RuntimeError(f"replay_server did not start: {line!r} {proc.stderr.read()!r}")  # type: ignore[union-attr]
+    argv = ["--bind", "127.0.0.1", "--port", str(port), "--seed", "7", "--quiet", *args]
+    with ReplayServerProcess(argv, timeout=10.0):
         yield port
-    finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
 
 
 @pytest.fixture(scope="module")

@@ -20,23 +20,21 @@ import contextlib
 import json
 import os
 import re
-import selectors
 import shutil
-import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from topologies.netns import NetNS, create_namespace, create_veth_pair, ip
+from topologies.replay_server import SERVER_BIN as SERVER
+from topologies.replay_server import ReplayServerProcess
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parent.parent
-SERVER = REPO / "dpdk_fallback" / "build" / "replay_server"
 PORT = 47100
 ITEMS = 16
 ITEM_BYTES = 3000  # a PUSH of 16 is ~35 datagrams, a SAMPLE reply of 50 ~108
@@ -78,46 +76,17 @@ def dpdk_ok() -> None:
         pytest.skip(reason)
 
 
-class DpdkServer:
+class DpdkServer(ReplayServerProcess):
     """replay_server --io dpdk inside a namespace; stderr goes to a file (EAL logs, counters)."""
 
     def __init__(self, ns: NetNS, eal_args: str, server_ip: str, log: Path, *extra: str) -> None:
-        self.log = log
-        self._log_file = open(log, "w")  # noqa: SIM115 -- closed in stop()
-        argv = [str(SERVER), "--io", "dpdk", "--dpdk-args", eal_args, "--dpdk-ip", server_ip, *extra]
-        self.proc = ns.popen(argv, stdout=subprocess.PIPE, stderr=self._log_file, cwd=REPO)
-        self.ready_line = self._wait_ready(30.0)
+        argv = ["--io", "dpdk", "--dpdk-args", eal_args, "--dpdk-ip", server_ip, *extra]
+        super().__init__(argv, ns=ns, log=log, timeout=30.0, binary=SERVER)
 
-    def _wait_ready(self, timeout: float) -> str:
-        sel = selectors.DefaultSelector()
-        sel.register(self.proc.stdout, selectors.EVENT_READ)
-        deadline = time.monotonic() + timeout
-        try:
-            while time.monotonic() < deadline:
-                if sel.select(deadline - time.monotonic()):
-                    line = self.proc.stdout.readline()
-                    if line.startswith("replay_server: ready"):
-                        return line.strip()
-                    if not line:  # exited
-                        break
-        finally:
-            sel.close()
-        self.stop()
-        raise AssertionError(f"replay_server --io dpdk did not get ready:\n{self.log.read_text()[-3000:]}")
-
-    def stop(self) -> str:
+    def stop(self) -> str:  # type: ignore[override]
         """SIGTERM, wait, return the whole stderr log."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        if self.proc.stdout:
-            self.proc.stdout.close()
-        self._log_file.close()
-        return self.log.read_text()
+        super().stop()
+        return self.stderr()
 
 
 _COUNTERS = re.compile(

@@ -16,21 +16,24 @@ The DPDK path runs the same client code against the server's DPDK I/O
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from topologies.netns import netns_unavailable
+from topologies.replay_server import SERVER_BIN as SERVER
+from topologies.replay_server import ReplayServerProcess
 from topologies.testbed import star
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parent.parent
-SERVER = REPO / "dpdk_fallback" / "build" / "replay_server"
 MAX_SIZE = 32
 ITEM_BYTES = 3000
 
@@ -90,39 +93,32 @@ def chi_square(observed: list[int], probs: list[float]) -> float:
     return sum((o - n * p) ** 2 / (n * p) for o, p in zip(observed, probs, strict=True))
 
 
-def start_server(tb, switch_table: bool) -> subprocess.Popen[str]:
-    ns, ip = tb.workers[0].host.ns, tb.workers[0].ip
+def start_server(tb, switch_table: bool) -> ReplayServerProcess:
+    host = tb.workers[0].host
     mode = "switch" if switch_table else "host"
-    proc = ns.popen(
-        [
-            str(SERVER),
-            "--bind",
-            ip,
-            "--seed",
-            "7",
-            "--table",
-            f"t:max_size={MAX_SIZE},alpha=1.0,priorities={mode}",
-        ]
-    )
-    line = proc.stdout.readline()
-    if not line.startswith("replay_server: ready"):
-        proc.kill()
-        raise RuntimeError(f"replay_server did not start: {line!r} {proc.stderr.read()}")
-    return proc
+    table = f"t:max_size={MAX_SIZE},alpha=1.0,priorities={mode}"
+    return ReplayServerProcess(["--bind", host.ip, "--seed", "7", "--table", table], ns=host.ns)
 
 
-def start_redis(tb) -> subprocess.Popen[str]:
+@contextlib.contextmanager
+def redis_in_server_ns(tb) -> Iterator[None]:
+    """A real redis-server in host 0's namespace (RedisServer cannot: it would run in this one)."""
     ns, ip = tb.workers[0].host.ns, tb.workers[0].ip
     # protected mode would refuse clients from other addresses; this one lives in a private namespace
     argv = ["redis-server", "--bind", ip, "--port", "6379", "--protected-mode", "no", "--save", ""]
     proc = ns.popen([*argv, "--appendonly", "no"])
-    ping = f"import redis; redis.Redis(host='{ip}', port=6379, socket_timeout=1).ping()"
-    for _ in range(50):
-        if ns.python(ping, check=False).returncode == 0:
-            return proc
-        time.sleep(0.1)
-    proc.kill()
-    raise RuntimeError(f"redis-server did not answer in the server namespace: {proc.stderr.read()}")
+    try:
+        ping = f"import redis; redis.Redis(host='{ip}', port=6379, socket_timeout=1).ping()"
+        for _ in range(50):
+            if ns.python(ping, check=False).returncode == 0:
+                break
+            time.sleep(0.1)
+        else:
+            raise RuntimeError("redis-server did not answer in the server namespace")
+        yield
+    finally:
+        proc.kill()
+        proc.communicate(timeout=10)
 
 
 def run_role(worker, role: str, cfg: dict) -> subprocess.Popen[str]:
@@ -146,11 +142,8 @@ def test_replay_over_the_network(path: str) -> None:
         pytest.skip("redis-server is not installed (apt-get install redis-server)")
     with star(4) as tb:
         server_ip = tb.workers[0].ip
-        if path == "redis":
-            service = start_redis(tb)
-        else:
-            service = start_server(tb, switch_table=path == "switch")
-        try:
+        service = redis_in_server_ns(tb) if path == "redis" else start_server(tb, path == "switch")
+        with service:
             if path == "switch":
                 tb.root.controller.replay.install_table(0, MAX_SIZE)
             base = {
@@ -173,9 +166,6 @@ def test_replay_over_the_network(path: str) -> None:
             if path == "switch":
                 shown = tb.root.controller.replay.counters(0)
                 rejected = tb.root.controller.replay.rejected()
-        finally:
-            service.kill()
-            service.communicate(timeout=10)
 
     # every pushed key is distinct, and the sampled items are the pushed ones
     keys = pushed[0]["keys"] + pushed[1]["keys"]

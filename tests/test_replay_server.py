@@ -12,7 +12,6 @@ import json
 import math
 import os
 import random
-import selectors
 import signal
 import socket
 import struct
@@ -24,6 +23,7 @@ import pytest
 
 from host_agents import replay_protocol as rp
 from host_agents.replay_protocol import Flag, Header, Op, Status
+from topologies.replay_server import ReplayServerProcess
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVER_DIR = ROOT / "dpdk_fallback"
@@ -45,44 +45,13 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-class Server:
-    """One running replay_server process."""
+class Server(ReplayServerProcess):
+    """One running replay_server process on 127.0.0.1:``port``."""
 
     def __init__(self, binary: Path, args: list[str], port: int) -> None:
         self.port = port
         self.args = args
-        self.proc = subprocess.Popen(
-            [str(binary), "--bind", "127.0.0.1", "--port", str(port), *args],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        self.ready_line = self._wait_ready()
-
-    def _wait_ready(self, timeout: float = 10.0) -> str:
-        sel = selectors.DefaultSelector()
-        sel.register(self.proc.stdout, selectors.EVENT_READ)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if sel.select(timeout=0.1):
-                line = self.proc.stdout.readline()
-                if line.startswith("replay_server: ready"):
-                    return line.strip()
-                if not line and self.proc.poll() is not None:
-                    break
-        err = self.proc.stderr.read() if self.proc.poll() is not None else ""
-        self.proc.kill()
-        raise AssertionError(f"replay_server did not get ready (rc={self.proc.poll()}): {err}")
-
-    def stop(self, sig: int = signal.SIGTERM) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        return self.proc.returncode
+        super().__init__(["--bind", "127.0.0.1", "--port", str(port), *args], binary=binary, timeout=10.0)
 
 
 @pytest.fixture
