@@ -17,6 +17,7 @@ thread waits with poll() on the port and on a wake-up pipe, so `close()` returns
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import logging
@@ -216,6 +217,23 @@ def _set_if_up(ifname: str) -> None:
             fcntl.ioctl(s.fileno(), SIOCSIFFLAGS, struct.pack("16sH", ifname.encode(), flags | IFF_UP))
 
 
+# Receive buffer of each port's socket. The default (net.core.rmem_default, ~208 KiB) holds ~90
+# full-size frames: a replay PUSH of 32 Atari-sized items is ~100 datagrams arriving at once,
+# and the busy Python pipeline drops the burst's tail (then the client's resend, at the same
+# place). 8 MiB absorbs such bursts.
+PORT_RCVBUF = 8 << 20
+SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)
+
+
+def _grow_rcvbuf(sock: socket.socket, nbytes: int) -> None:
+    """SO_RCVBUFFORCE (root: above net.core.rmem_max), else SO_RCVBUF (capped by rmem_max)."""
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, nbytes)
+    except OSError:
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, nbytes)
+
+
 class AfPacketPort(Port):
     """A network interface as a switch port, through an AF_PACKET raw socket (like bmv2's `1@veth1`).
 
@@ -250,6 +268,7 @@ class AfPacketPort(Port):
             if promisc:
                 mreq = struct.pack("iHH8s", self.ifindex, PACKET_MR_PROMISC, 0, b"")
                 sock.setsockopt(SOL_PACKET, PACKET_ADD_MEMBERSHIP, mreq)
+            _grow_rcvbuf(sock, PORT_RCVBUF)
             try:  # spares us copies of outgoing frames; pkttype filtering below stays as the guarantee
                 sock.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
             except OSError:

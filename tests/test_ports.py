@@ -425,3 +425,17 @@ def test_portset_over_veth_and_fast_close(veth_ns: VethPair) -> None:
         ps.close()
         assert time.monotonic() - t0 < 1.0
     assert not ps[3]._thread.is_alive()  # type: ignore[union-attr]
+
+
+@pytest.mark.netns
+def test_a_burst_larger_than_the_default_socket_buffer_is_not_dropped(veth_ns: VethPair) -> None:
+    """400 full-size frames arrive while the port is not reading (a busy pipeline): the default
+    receive buffer (~208 KiB, ~90 such frames) would drop most of them; the port's does not."""
+    sent = [frame(b"burst-%03d" % i, size=1514) for i in range(400)]
+    with AfPacketPort(veth_ns.host_if) as port:
+        for i in range(0, len(sent), 100):  # several sender processes: argv stays short
+            ns_send(veth_ns.ns, veth_ns.ns_if, *sent[i : i + 100])
+        col = Collector()
+        port.start(col)
+        got = [d for _, d in col.wait_for(len(sent), pred=ours)]
+    assert got == sent
