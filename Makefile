@@ -109,6 +109,12 @@ bench-aggregation: system-deps $(STAMP)
 # Replay benchmark (bench/README.md): push/sample/update latency and throughput, in-switch sampling
 # vs the C replay server (sockets, DPDK) vs Redis over one software switch; needs root. Options via
 # REPLAY_ARGS, e.g. `make bench-replay REPLAY_ARGS=--quick`.
+# Learning checks (bench/learning.py): Ape-X to CartPole 475, data-parallel sync vs gloo and async
+# with/without staleness scaling; minutes each. Options via LEARN_ARGS (default: all parts).
+.PHONY: bench-learning
+bench-learning: system-deps $(STAMP) replay-server
+	$(VPY) -m bench.learning $(or $(LEARN_ARGS),all)
+
 .PHONY: bench-replay
 bench-replay: system-deps $(STAMP) replay-server
 	$(VPY) -m bench.replay $(REPLAY_ARGS)
