@@ -103,7 +103,7 @@ def add_config_args(
         else:
             default = None
         kind, optional = _base_type(hints[f.name])
-        help_text = docs.get(f.name, "")
+        help_text = docs.get(f.name, "").replace("%", "%%")  # argparse formats help with %
         dest = (prefix + f.name).replace("-", "_")
         if kind is bool:
             parser.add_argument(
