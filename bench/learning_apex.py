@@ -1,0 +1,331 @@
+"""Ape-X learning check: does the distributed DQN learn, and how fast?
+
+Starts the C replay server (``dpdk_fallback``: host backend on loopback, or ``--replay-backend
+switch`` with the server and every agent on their own host of a software-switch star topology,
+priorities in the switch), N actors (``python -m host_agents.actor``) and one learner
+(``python -m host_agents.learner``), and waits until the learner's periodic evaluation (mean
+return of ``--eval-episodes`` greedy episodes) reaches ``--target-return``, the actors have played
+``--actor-max-steps`` each, or the time budget ends. The other processes are then stopped with
+SIGTERM (they write their summaries).
+
+Prints and writes (``bench/results/learning-apex-<timestamp>.json``): whether the target was
+reached, the wall-clock and the environment steps to it (transitions inserted into the replay
+when the reaching evaluation ran, i.e. environment steps of all actors less those still in
+their local buffers), actors' environment steps per second, learner updates per second and the
+communication shares. Logs of every process: ``<log-dir>/<run-name>/``.
+
+Defaults are the CartPole-v1 settings this check was tuned with; for the short Breakout run:
+``python -m bench.learning_apex --env ALE/Breakout-v5 --num-actors 2 --actor-max-steps 10000
+--no-target``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import IO, Any
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "bench" / "results"
+REPLAY_PORT = 47100
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def free_udp_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="bench.learning_apex",
+        description=__doc__.split("\n\n", 1)[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--env", default="CartPole-v1", help="Gymnasium environment (default: %(default)s)")
+    p.add_argument("--num-actors", type=int, default=4, help="actor processes (default: %(default)s)")
+    p.add_argument(
+        "--target-return", type=float, default=475.0, help="stop when reached (default: %(default)s)"
+    )
+    p.add_argument(
+        "--no-target", action="store_true", help="no target return: run to the step or time limits"
+    )
+    p.add_argument(
+        "--time-budget-s", type=float, default=900.0, help="wall-clock limit (default: %(default)s)"
+    )
+    p.add_argument(
+        "--actor-max-steps", type=int, default=10**9, help="environment steps per actor (default: no limit)"
+    )
+    p.add_argument("--seed", type=int, default=0, help="base seed of every process (default: %(default)s)")
+    p.add_argument(
+        "--replay-backend", choices=("host", "switch"), default="host", help="(default: %(default)s)"
+    )
+    p.add_argument(
+        "--replay-max-size",
+        type=int,
+        default=None,
+        help="replay capacity (default: 50000 CartPole, 20000 Atari; the switch path at most 16384)",
+    )
+    # learner
+    p.add_argument("--batch-size", type=int, default=None, help="(default: 128 CartPole, 32 Atari)")
+    p.add_argument("--lr", type=float, default=None, help="Adam step (default: 5e-4 CartPole, 1e-4 Atari)")
+    p.add_argument("--hidden", type=int, default=128, help="MLP width (default: %(default)s)")
+    p.add_argument("--n-step", type=int, default=3, help="(default: %(default)s)")
+    p.add_argument("--target-update-interval", type=int, default=250, help="(default: %(default)s)")
+    p.add_argument("--publish-interval", type=int, default=20, help="(default: %(default)s)")
+    p.add_argument("--learning-starts", type=int, default=None, help="(default: 1000 CartPole, 2000 Atari)")
+    p.add_argument(
+        "--eval-interval", type=int, default=500, help="updates between evaluations (default: %(default)s)"
+    )
+    p.add_argument("--eval-episodes", type=int, default=10, help="(default: %(default)s)")
+    # actors
+    p.add_argument(
+        "--param-pull-interval",
+        type=int,
+        default=100,
+        help="actor steps between pulls (default: %(default)s)",
+    )
+    p.add_argument("--local-buffer", type=int, default=50, help="(default: %(default)s)")
+    p.add_argument(
+        "--actor-steps-per-s", type=float, default=None,
+        help="rate limit per actor, to leave CPU to the learner (default: 250 CartPole, 0 = none for Atari)",
+    )  # fmt: skip
+    p.add_argument("--learner-args", default="", help="more learner flags, one shell-quoted string")
+    p.add_argument("--actor-args", default="", help="more actor flags, one shell-quoted string")
+    p.add_argument("--log-dir", default=str(ROOT / "runs"), help="(default: %(default)s)")
+    p.add_argument("--run-name", default=None, help="(default: learning-apex-<env>-<timestamp>)")
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="result JSON (default: bench/results/learning-apex-<timestamp>.json)",
+    )
+    return p
+
+
+def _defaults(args: argparse.Namespace) -> None:
+    atari = args.env.startswith("ALE/")
+    pick = {
+        "replay_max_size": (50_000, 20_000),
+        "batch_size": (128, 32),
+        "lr": (5e-4, 1e-4),
+        "learning_starts": (1000, 2000),
+        "actor_steps_per_s": (250.0, 0.0),
+    }
+    for name, (flat, image) in pick.items():
+        if getattr(args, name) is None:
+            setattr(args, name, image if atari else flat)
+    if args.replay_backend == "switch":
+        args.replay_max_size = min(args.replay_max_size, 16384)
+    if args.no_target:
+        args.target_return = None
+
+
+class Launcher:
+    """Starts the server and the agents: on loopback (host backend) or each on its own host of a
+    star topology (switch backend)."""
+
+    def __init__(self, args: argparse.Namespace, run_dir: Path, stack: contextlib.ExitStack) -> None:
+        self.args = args
+        self.run_dir = run_dir
+        self.tb = None
+        from topologies.replay_server import ReplayServerProcess
+
+        table = f"apex:max_size={args.replay_max_size},alpha=0.6,priorities={args.replay_backend}"
+        if args.replay_backend == "switch":
+            from topologies.testbed import star
+
+            self.tb = stack.enter_context(star(args.num_actors + 2))
+            server_host = self.tb.workers[0].host
+            self.server_ip, self.port = self.tb.workers[0].ip, REPLAY_PORT
+            server = ReplayServerProcess(
+                ["--bind", self.server_ip, "--port", str(self.port), "--table", table, "--quiet"],
+                ns=server_host.ns,
+                log=run_dir / "replay_server.log",
+            )
+            self.tb.root.controller.replay.install_table(0, args.replay_max_size)
+        else:
+            self.server_ip, self.port = "127.0.0.1", free_udp_port()
+            server = ReplayServerProcess(
+                ["--bind", self.server_ip, "--port", str(self.port), "--table", table, "--quiet"],
+                log=run_dir / "replay_server.log",
+            )
+        self.server = stack.enter_context(server)
+
+    def replay_flags(self) -> list[str]:
+        return [
+            "--replay-backend", self.args.replay_backend,
+            "--replay-server-ip", self.server_ip,
+            "--replay-server-port", str(self.port),
+            "--replay-max-size", str(self.args.replay_max_size),
+            "--replay-timeout-s", "0.5",
+        ]  # fmt: skip
+
+    def start(self, host_index: int, argv: list[str], out: IO[str] | None) -> subprocess.Popen[str]:
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        kw: dict[str, Any] = {"stdout": out, "stderr": subprocess.STDOUT, "cwd": ROOT, "env": env}
+        if self.tb is None:
+            return subprocess.Popen(argv, start_new_session=True, text=True, **kw)
+        return self.tb.workers[host_index].host.ns.popen(argv, **kw)
+
+
+def common_flags(args: argparse.Namespace, run_name: str) -> list[str]:
+    return [
+        "--env", args.env, "--seed", str(args.seed), "--run-name", run_name, "--log-dir", args.log_dir,
+        "--hidden", str(args.hidden), "--n-step", str(args.n_step), "--progress-interval-s", "15",
+        "--time-budget-s", str(args.time_budget_s),
+    ]  # fmt: skip
+
+
+def stop_all(procs: list[subprocess.Popen[str]], timeout: float = 30.0) -> None:
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    for p in procs:
+        try:
+            p.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+def read_json(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
+def run(args: argparse.Namespace) -> dict:
+    _defaults(args)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    run_name = args.run_name or f"learning-apex-{args.env.replace('/', '_')}-{stamp}"
+    run_dir = Path(args.log_dir) / run_name
+    run_dir.mkdir(parents=True, exist_ok=True)
+    py = sys.executable
+    with contextlib.ExitStack() as stack:
+        launcher = Launcher(args, run_dir, stack)
+        log(f"replay server up ({args.replay_backend} backend, {launcher.server_ip}:{launcher.port})")
+        common = common_flags(args, run_name) + launcher.replay_flags()
+        learner_argv = [
+            py, "-m", "host_agents.learner", *common,
+            "--max-steps", str(10**9),
+            "--batch-size", str(args.batch_size), "--lr", str(args.lr),
+            "--target-update-interval", str(args.target_update_interval),
+            "--publish-interval", str(args.publish_interval),
+            "--learning-starts", str(args.learning_starts),
+            "--eval-interval", str(args.eval_interval), "--eval-episodes", str(args.eval_episodes),
+            *(["--target-return", str(args.target_return)] if args.target_return is not None else []),
+            *shlex.split(args.learner_args),
+        ]  # fmt: skip
+        t0 = time.monotonic()
+        learner_out = stack.enter_context(open(run_dir / "learner.log", "w"))
+        learner = launcher.start(1, learner_argv, learner_out)
+        actors = []
+        for i in range(args.num_actors):
+            argv = [
+                py, "-m", "host_agents.actor", *common,
+                "--actor-index", str(i), "--num-actors", str(args.num_actors),
+                "--max-steps", str(args.actor_max_steps),
+                "--param-pull-interval", str(args.param_pull_interval),
+                "--local-buffer", str(args.local_buffer),
+                "--steps-per-s-limit", str(args.actor_steps_per_s),
+                *shlex.split(args.actor_args),
+            ]  # fmt: skip
+            out = stack.enter_context(open(run_dir / f"actor{i}.log", "w"))
+            actors.append(launcher.start(2 + i, argv, out))
+        log(f"{args.num_actors} actors and the learner started; logs in {run_dir}")
+        procs = [learner, *actors]
+        deadline = t0 + args.time_budget_s + 120  # the processes stop themselves; this is a backstop
+        try:
+            last_report = t0
+            while time.monotonic() < deadline:
+                if learner.poll() is not None or all(a.poll() is not None for a in actors):
+                    break
+                if time.monotonic() - last_report >= 30:
+                    last_report = time.monotonic()
+                    lines = (run_dir / "learner.log").read_text().strip().splitlines()
+                    log(lines[-1] if lines else "learner: no output yet")
+                time.sleep(0.5)
+        finally:
+            stop_all(procs)
+        wall = time.monotonic() - t0
+        rcs = {"learner": learner.returncode, **{f"actor{i}": a.returncode for i, a in enumerate(actors)}}
+        try:
+            from host_agents.replay_client import HostReplayClient, ReplayConfig
+
+            if launcher.tb is None:
+                with HostReplayClient(ReplayConfig(server_port=launcher.port)) as c:
+                    server_info = c.info()["tables"][0]
+            else:
+                server_info = None
+        except Exception as e:  # noqa: BLE001 - the report goes on without it
+            server_info = {"error": str(e)}
+        switch_counters = launcher.tb.root.controller.replay.counters(0) if launcher.tb is not None else None
+
+    learner_sum = read_json(run_dir / "learner" / "summary.json") or {}
+    actor_sums = [read_json(run_dir / f"actor{i}" / "summary.json") or {} for i in range(args.num_actors)]
+    reached = learner_sum.get("reached_at")
+    result = {
+        "bench": "learning_apex",
+        "env": args.env,
+        "replay_backend": args.replay_backend,
+        "num_actors": args.num_actors,
+        "target_return": args.target_return,
+        "reached_target": bool(learner_sum.get("reached_target")),
+        "wall_s_to_target": reached["wall_time_s"] if reached else None,
+        "env_steps_to_target": reached["replay_inserts"] if reached else None,
+        "updates_to_target": reached["updates"] if reached else None,
+        "final_eval_return_mean": learner_sum.get("eval_return_mean"),
+        "evaluations": learner_sum.get("evaluations"),
+        "wall_s": wall,
+        "env_steps_total": sum(a.get("env_steps", 0) for a in actor_sums),
+        "actor_env_steps_per_s": [a.get("env_steps_per_s") for a in actor_sums],
+        "actor_communication_share": [a.get("communication_share") for a in actor_sums],
+        "learner_updates": learner_sum.get("updates"),
+        "learner_updates_per_s": learner_sum.get("updates_per_s"),
+        "learner_communication_share": learner_sum.get("communication_share"),
+        "learner_phase_totals_s": learner_sum.get("phase_totals_s"),
+        "replay_table": server_info,
+        "switch_counters": switch_counters,
+        "exit_codes": rcs,
+        "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+        "run_dir": str(run_dir),
+    }
+    out = args.out or RESULTS / f"learning-apex-{stamp}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1) + "\n")
+    result["result_file"] = str(out)
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    result = run(args)
+    keys = (
+        "env", "replay_backend", "num_actors", "reached_target", "wall_s_to_target", "env_steps_to_target",
+        "updates_to_target", "final_eval_return_mean", "wall_s", "env_steps_total", "actor_env_steps_per_s",
+        "learner_updates", "learner_updates_per_s", "learner_communication_share", "exit_codes",
+        "result_file",
+    )  # fmt: skip
+    print(json.dumps({k: result[k] for k in keys}, indent=1))
+    failed = [name for name, rc in result["exit_codes"].items() if rc not in (0, -signal.SIGTERM)]
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,186 @@
+"""Ape-X DQN pieces the actor and the learner share (Horgan et al., ICLR'18).
+
+- ``actor_epsilon``: each actor's exploration rate, eps_i = base^(1 + alpha * i / (N - 1)).
+- ``ApexConfig``: the settings both sides must agree on (network width, discount, n-step),
+  the base of ``ActorConfig`` and ``LearnerConfig``.
+- ``double_q_loss``: the Dueling Double DQN loss on an n-step batch. The target is
+  ``R + discount * Q_target(s', argmax_a Q_online(s', a))`` (``discount`` = gamma^n, 0 at a
+  terminal; see host_agents.experience). The actor calls it with its one network as both
+  online and target to compute initial priorities; the learner with its two.
+- ``replay_status``: the table's size and insert count from the replay's ``info()``.
+"""
+
+from __future__ import annotations
+
+import math
+import signal
+from collections.abc import Iterable
+from dataclasses import dataclass
+from types import FrameType
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from host_agents.cli import ConfigError
+from host_agents.experience import TransitionBatch
+from host_agents.metrics import COMPUTATION
+from host_agents.replay_client import ReplayClient, ReplayConfig
+from host_agents.run_config import RunConfig
+
+__all__ = [
+    "ApexConfig",
+    "LossOutput",
+    "StopFlag",
+    "actor_epsilon",
+    "batch_tensors",
+    "communication_share",
+    "double_q_loss",
+    "finite",
+    "mean_last",
+    "replay_status",
+]
+
+
+def actor_epsilon(index: int, num_actors: int, base: float = 0.4, alpha: float = 7.0) -> float:
+    """Ape-X's per-actor exploration: base^(1 + alpha * i / (N - 1)); ``base`` for one actor."""
+    if num_actors < 1 or not 0 <= index < num_actors:
+        raise ConfigError(f"actor index {index} is outside 0..{num_actors - 1}")
+    if num_actors == 1:
+        return base
+    return base ** (1.0 + alpha * index / (num_actors - 1))
+
+
+@dataclass
+class ApexConfig(RunConfig):
+    """Settings the actors and the learner of one Ape-X run must share."""
+
+    hidden: int = 128
+    """width of the MLP torso and of the dueling streams (flat observations; Atari uses the
+    Nature CNN with 512-unit streams)"""
+    gamma: float = 0.99
+    """discount factor"""
+    n_step: int = 3
+    """steps of the n-step return (the actors build transitions, the learner bootstraps with
+    gamma^n from them)"""
+    priority_eps: float = 1e-6
+    """added to |TD error| so that no transition gets priority 0 (initial and updated)"""
+    torch_threads: int = 1
+    """torch intra-op threads of this process (several processes share the cores)"""
+    log_interval_s: float = 5.0
+    """seconds between logged scalars (rates, time per phase); also logged at the end"""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.hidden < 1 or self.n_step < 1 or self.torch_threads < 1:
+            raise ConfigError("hidden, n_step and torch_threads must be >= 1")
+        if not 0.0 <= self.gamma <= 1.0:
+            raise ConfigError(f"gamma must be in [0, 1], got {self.gamma}")
+        if self.log_interval_s <= 0:
+            raise ConfigError(f"log_interval_s must be > 0, got {self.log_interval_s}")
+        if self.priority_eps < 0:
+            raise ConfigError(f"priority_eps must be >= 0, got {self.priority_eps}")
+
+
+def batch_tensors(batch: TransitionBatch, device: torch.device) -> dict[str, torch.Tensor]:
+    """A decoded batch as tensors on ``device`` (observations keep their dtype: uint8 frames
+    travel to a GPU as bytes and are scaled by the network)."""
+    return {
+        "obs": torch.from_numpy(batch.obs).to(device),
+        "actions": torch.from_numpy(batch.actions).to(device),
+        "returns": torch.from_numpy(batch.returns).to(device),
+        "next_obs": torch.from_numpy(batch.next_obs).to(device),
+        "discounts": torch.from_numpy(batch.discounts).to(device),
+    }
+
+
+@dataclass
+class LossOutput:
+    loss: torch.Tensor  # scalar, weighted mean Huber loss (differentiable w.r.t. the online net)
+    td_errors: torch.Tensor  # [B] target - Q(s, a), detached
+    q_mean: float  # mean Q(s, a) of the batch
+
+
+def double_q_loss(
+    online: nn.Module,
+    target: nn.Module,
+    batch: dict[str, torch.Tensor],
+    weights: torch.Tensor | None = None,
+    huber_delta: float = 1.0,
+) -> LossOutput:
+    """Double DQN on n-step transitions: the online net picks a' in s', the target net values
+    it; loss = mean_i w_i * Huber(target_i - Q(s_i, a_i))."""
+    q = online(batch["obs"]).gather(1, batch["actions"].view(-1, 1)).squeeze(1)
+    with torch.no_grad():
+        next_actions = online(batch["next_obs"]).argmax(dim=1, keepdim=True)
+        next_q = target(batch["next_obs"]).gather(1, next_actions).squeeze(1)
+        y = batch["returns"] + batch["discounts"] * next_q
+    per_item = F.huber_loss(q, y, reduction="none", delta=huber_delta)
+    if weights is not None:
+        per_item = per_item * weights
+    return LossOutput(per_item.mean(), (y - q).detach(), float(q.detach().mean()))
+
+
+def communication_share(split: dict[str, float], communication: Iterable[str]) -> float:
+    """Share of the time spent in the ``communication`` phases (other named phases, such as
+    evaluation, count as neither side's)."""
+    comm = sum(split.get(p, 0.0) for p in communication)
+    total = comm + split.get(COMPUTATION, 0.0)
+    return 0.0 if total <= 0 else comm / total
+
+
+def replay_status(client: ReplayClient, replay: ReplayConfig) -> dict[str, int]:
+    """{"size", "inserts"} of the configured table as the replay reports it (the Redis path
+    reports what its learner holds); ConfigError when the server has no such table or a
+    max_size other than the one configured."""
+    info = client.info()
+    tables = info.get("tables")
+    if tables is None:  # Redis: the learner's local tree plus what waits in the Redis list
+        pending = int(info.get("pending_in_redis", 0))
+        size = min(int(info.get("size", 0)) + pending, replay.max_size)
+        return {"size": size, "inserts": int(info.get("drained", 0)) + pending}
+    for t in tables:
+        if t.get("id") == replay.table_id:
+            if int(t["max_size"]) != replay.max_size:
+                raise ConfigError(
+                    f"replay table {replay.table_id} holds max_size={t['max_size']} items, but "
+                    f"--replay-max-size is {replay.max_size}: make them equal"
+                )
+            return {"size": int(t["size"]), "inserts": int(t.get("inserts", t["size"]))}
+    raise ConfigError(f"the replay server has no table {replay.table_id} ({len(tables)} tables)")
+
+
+class StopFlag:
+    """Set by SIGTERM / SIGINT, so that a process asked to stop still writes its checkpoint,
+    final figures and summary (the bench stops actors this way)."""
+
+    def __init__(self) -> None:
+        self.set = False
+        self.signal: int | None = None
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, self._handler)
+
+    def _handler(self, signum: int, frame: FrameType | None) -> None:
+        if self.set:  # a second signal: stop now
+            raise KeyboardInterrupt
+        self.set = True
+        self.signal = signum
+
+
+def finite(value: Any) -> Any:
+    """``value`` with every NaN/inf float (in nested dicts and lists) as None: JSON has no NaN."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    return value
+
+
+def mean_last(values: list[float], n: int = 100) -> float:
+    """Mean of the last ``n`` values (NaN when there are none)."""
+    tail = values[-n:]
+    return float(np.mean(tail)) if tail else math.nan

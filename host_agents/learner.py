@@ -1,0 +1,405 @@
+"""Ape-X learner: ``python -m host_agents.learner [flags]``.
+
+Waits until the replay table holds ``--learning-starts`` transitions, then repeats: sample a
+prioritized batch with importance weights, take one Adam step on the Dueling Double DQN loss
+(weighted Huber on n-step targets, gradient-norm clipping), send the batch's new priorities
+(|TD error| + eps) back, publish the parameters to the parameter store (the replay's parameter
+slot) every P updates and copy them into the target network every T updates. Every
+``--eval-interval`` updates it plays ``--eval-episodes`` greedy episodes; ``--target-return``
+stops the run once their mean reaches it. A final greedy evaluation ends the run.
+
+Outputs, in ``<log-dir>/<run-name>/learner``: TensorBoard events and metrics.jsonl
+(learner/loss and learner/q_mean every ``--loss-log-interval`` updates, replay/size,
+learner/updates_per_s, time/<phase> for sample, update_priorities, set_params and computation,
+time/communication_share, eval/return_mean, replay/inserts), checkpoint.pt (online and target
+networks, optimizer, update count; ``--resume`` continues from it) and summary.json
+(eval_return_mean, updates, wall time, phase totals, communication share, whether and when the
+target return was reached). SIGTERM or Ctrl-C stops it cleanly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import sys
+import time
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import torch
+from torch import nn
+
+from host_agents.apex import (
+    ApexConfig,
+    StopFlag,
+    batch_tensors,
+    communication_share,
+    double_q_loss,
+    finite,
+    replay_status,
+)
+from host_agents.cli import ConfigError, add_config_args, config_from_args, run_main
+from host_agents.envs import EnvInfo, env_info
+from host_agents.experience import decode_transitions
+from host_agents.metrics import PhaseTimer, Progress, RunLogger, load_checkpoint, save_checkpoint
+from host_agents.networks import DuelingQNetwork, select_device
+from host_agents.param_store import ParamStore
+from host_agents.replay_client import ReplayConfig, ReplayTimeout, make_replay_client
+from host_agents.run_config import evaluate, seed_everything
+
+__all__ = ["LearnerConfig", "main", "run_learner"]
+
+PROG = "host_agents.learner"
+ROLE = "learner"
+COMM_PHASES = ("sample", "update_priorities", "set_params")
+
+
+@dataclass
+class LearnerConfig(ApexConfig):
+    """The Ape-X learner. ``max_steps`` counts learner updates (one batch each)."""
+
+    batch_size: int = 64
+    """transitions per sampled batch (Ape-X used 512 on Atari)"""
+    lr: float = 5e-4
+    """Adam learning rate"""
+    adam_eps: float = 1e-8
+    """Adam epsilon (Ape-X used 1.5e-4 on Atari)"""
+    grad_clip: float = 10.0
+    """clip the gradient's global norm to this (0: no clipping)"""
+    learning_starts: int = 1000
+    """transitions the replay must hold before the first update (at least batch_size)"""
+    target_update_interval: int = 500
+    """updates between copies of the online network into the target network (T)"""
+    publish_interval: int = 25
+    """updates between parameter publications to the parameter store (P)"""
+    beta: float = 0.4
+    """importance-sampling exponent at the start"""
+    beta_final: float = 0.4
+    """importance-sampling exponent reached after beta_anneal_updates (linearly)"""
+    beta_anneal_updates: int = 0
+    """updates over which beta goes from beta to beta_final (0: beta stays fixed)"""
+    loss_log_interval: int = 10
+    """updates between learner/loss and learner/q_mean records"""
+    eval_interval: int = 1000
+    """updates between periodic greedy evaluations of eval_episodes episodes (0: none)"""
+    eval_epsilon: float = 0.0
+    """epsilon of the evaluation policy (0: greedy; a little helps Atari games that stall)"""
+    eval_max_episode_steps: int | None = None
+    """cut evaluation episodes after this many environment steps (None: the environment's limit)"""
+    target_return: float | None = None
+    """stop once a periodic evaluation's mean return reaches this (None: never)"""
+    wait_poll_s: float = 0.5
+    """seconds between replay size checks while waiting for learning_starts"""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        positive = ("batch_size", "target_update_interval", "publish_interval", "loss_log_interval")
+        for name in positive:
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if not self.lr > 0 or not self.adam_eps > 0 or self.grad_clip < 0:
+            raise ConfigError("lr and adam_eps must be > 0, grad_clip >= 0")
+        if not (0 <= self.beta <= 1 and 0 <= self.beta_final <= 1) or self.beta_anneal_updates < 0:
+            raise ConfigError("beta and beta_final must be in [0, 1], beta_anneal_updates >= 0")
+        if self.eval_interval < 0 or not 0 <= self.eval_epsilon <= 1 or not self.wait_poll_s > 0:
+            raise ConfigError("eval_interval must be >= 0, eval_epsilon in [0, 1], wait_poll_s > 0")
+        if self.learning_starts < self.batch_size:
+            print(
+                f"{PROG}: learning_starts {self.learning_starts} < batch_size {self.batch_size}: "
+                f"waiting for {self.batch_size} transitions instead",
+                file=sys.stderr,
+            )
+            self.learning_starts = self.batch_size
+
+    def beta_at(self, updates: int) -> float:
+        if self.beta_anneal_updates == 0:
+            return self.beta
+        frac = min(1.0, updates / self.beta_anneal_updates)
+        return self.beta + frac * (self.beta_final - self.beta)
+
+
+def check_against_replay(cfg: LearnerConfig, replay: ReplayConfig) -> None:
+    """Settings that cannot work with this replay table, before anything is sent."""
+    if cfg.batch_size > replay.max_size:
+        raise ConfigError(
+            f"batch_size {cfg.batch_size} is larger than the replay (--replay-max-size {replay.max_size})"
+        )
+    if cfg.learning_starts > replay.max_size:
+        raise ConfigError(
+            f"learning_starts {cfg.learning_starts} can never be reached: the replay holds at most "
+            f"{replay.max_size} items"
+        )
+
+
+def greedy_returns(
+    net: nn.Module, info: EnvInfo, cfg: LearnerConfig, device: torch.device, seed: int
+) -> list[float]:
+    """``eval_episodes`` episodes with the greedy (or eval_epsilon) policy of ``net``."""
+    rng = np.random.default_rng(seed)
+    net.eval()
+
+    def act(obs: np.ndarray) -> int:
+        if cfg.eval_epsilon and rng.random() < cfg.eval_epsilon:
+            return int(rng.integers(info.num_actions))
+        with torch.no_grad():
+            return int(net(torch.from_numpy(np.asarray(obs)[None]).to(device)).argmax(dim=1).item())
+
+    try:
+        return evaluate(act, cfg.env, cfg.eval_episodes, seed, cfg.eval_max_episode_steps)
+    finally:
+        net.train()
+
+
+def run_learner(cfg: LearnerConfig, replay: ReplayConfig) -> dict:
+    """Learn until max_steps updates, the target return, the time budget or a stop signal;
+    returns the summary."""
+    stop = StopFlag()
+    check_against_replay(cfg, replay)
+    torch.set_num_threads(cfg.torch_threads)
+    try:
+        device = select_device(cfg.device)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+    info = env_info(cfg.env)
+    seed_everything(cfg.seed)
+    run_dir = cfg.run_dir(ROLE)
+    ckpt_path = run_dir / "checkpoint.pt"
+
+    online = DuelingQNetwork(info.obs_shape, info.num_actions, cfg.hidden).to(device)
+    target = copy.deepcopy(online)
+    target.requires_grad_(False)
+    optimizer = torch.optim.Adam(online.parameters(), lr=cfg.lr, eps=cfg.adam_eps)
+    updates = 0
+    version = 0
+    reached: dict | None = None
+    evals: list[dict] = []
+    if cfg.resume and ckpt_path.exists():
+        state = load_checkpoint(ckpt_path)
+        online.load_state_dict(state["online"])
+        target.load_state_dict(state["target"])
+        optimizer.load_state_dict(state["optimizer"])
+        updates, version = state["updates"], state["params_version"]
+        reached, evals = state.get("reached"), state.get("evals", [])
+        torch.set_rng_state(state["torch_rng"])
+        print(f"[{ROLE}] resumed from {ckpt_path}: {updates} updates, params v{version}", flush=True)
+    start_updates = updates
+
+    client = make_replay_client(replay)
+    store = ParamStore(client)
+    timer = PhaseTimer()
+    progress = Progress(ROLE, cfg.progress_interval_s)
+    logger = RunLogger(run_dir, cfg.tensorboard)
+    start = time.monotonic()
+
+    def out_of_time() -> bool:
+        return bool(cfg.time_budget_s) and time.monotonic() - start >= cfg.time_budget_s
+
+    def publish() -> None:
+        nonlocal version
+        with timer.phase("set_params"):
+            store.publish(online, updates + 1)  # +1: version 0 means "never published"
+        version = updates + 1
+
+    def checkpoint() -> None:
+        save_checkpoint(
+            ckpt_path,
+            {
+                "online": online.state_dict(),
+                "target": target.state_dict(),
+                "optimizer": optimizer.state_dict(),
+                "updates": updates,
+                "params_version": version,
+                "reached": reached,
+                "evals": evals,
+                "torch_rng": torch.get_rng_state(),
+                "config": asdict(cfg),
+            },
+        )
+
+    reason = "max_steps"
+    status = {"size": 0, "inserts": 0}
+    last_table_size = 0
+    try:
+        publish()  # actors act with the learner's network from their first pull
+        # --- wait for learning_starts (bounded by the time budget and by signals)
+        while True:
+            status = replay_status(client, replay)
+            if status["size"] >= cfg.learning_starts:
+                break
+            if stop.set:
+                reason = "signal"
+                break
+            if out_of_time():
+                raise TimeoutError(
+                    f"the replay held {status['size']} of learning_starts={cfg.learning_starts} "
+                    f"transitions after {time.monotonic() - start:.0f} s; are the actors running?"
+                )
+            size = status["size"]
+            progress.maybe(lambda s=size: f"waiting for the replay: {s}/{cfg.learning_starts} transitions")
+            time.sleep(cfg.wait_poll_s)
+        if reason != "signal":
+            progress.print(f"replay holds {status['size']} transitions: learning")
+
+        last_log, last_log_updates, last_ckpt = time.monotonic(), updates, time.monotonic()
+        losses: list[float] = []
+        q_means: list[float] = []
+
+        def log_interval(now: float) -> None:
+            nonlocal last_log, last_log_updates
+            split = timer.interval()
+            logger.scalar(
+                "learner/updates_per_s", (updates - last_log_updates) / max(now - last_log, 1e-9), updates
+            )
+            logger.scalar("replay/size", last_table_size, updates)
+            logger.scalar("learner/beta", cfg.beta_at(updates), updates)
+            for phase in (*COMM_PHASES, "computation", "evaluate"):
+                logger.scalar(f"time/{phase}", split.get(phase, 0.0), updates)
+            logger.scalar("time/communication_share", communication_share(split, COMM_PHASES), updates)
+            last_log, last_log_updates = now, updates
+
+        def progress_text() -> str:
+            elapsed = time.monotonic() - start
+            last_eval = f"{evals[-1]['return_mean']:.1f}" if evals else "-"
+            share = communication_share(timer.totals(), COMM_PHASES)
+            loss = np.mean(losses[-100:]) if losses else float("nan")
+            return (
+                f"updates {updates}/{cfg.max_steps} loss {loss:.4f} "
+                f"replay {last_table_size} eval {last_eval} params v{version} "
+                f"{(updates - start_updates) / max(elapsed, 1e-9):.1f} updates/s communication {share:.0%}"
+            )
+
+        while reason != "signal" and updates < cfg.max_steps:
+            if stop.set:
+                reason = "signal"
+                break
+            if out_of_time():
+                reason = "time_budget"
+                break
+            with timer.phase("sample"):
+                sb = client.sample(cfg.batch_size, cfg.beta_at(updates))
+            last_table_size = sb.table_size
+            try:
+                decoded = decode_transitions(sb.items, info.obs_shape, info.obs_dtype)
+            except ValueError as e:
+                raise ConfigError(f"the replay table does not hold {cfg.env} transitions: {e}") from None
+            batch = batch_tensors(decoded, device)
+            weights = torch.from_numpy(sb.weights.astype(np.float32)).to(device)
+            out = double_q_loss(online, target, batch, weights)
+            optimizer.zero_grad(set_to_none=True)
+            out.loss.backward()
+            if cfg.grad_clip:
+                nn.utils.clip_grad_norm_(online.parameters(), cfg.grad_clip)
+            optimizer.step()
+            prios = out.td_errors.abs().double().cpu().numpy() + cfg.priority_eps
+            with timer.phase("update_priorities"):
+                client.update_priorities(sb.keys, prios)
+            updates += 1
+            losses.append(float(out.loss.detach()))
+            q_means.append(out.q_mean)
+            if updates % cfg.loss_log_interval == 0:
+                logger.scalar("learner/loss", float(np.mean(losses[-cfg.loss_log_interval :])), updates)
+                logger.scalar("learner/q_mean", float(np.mean(q_means[-cfg.loss_log_interval :])), updates)
+                del losses[:-100], q_means[:-100]
+            if updates % cfg.target_update_interval == 0:
+                target.load_state_dict(online.state_dict())
+            if updates % cfg.publish_interval == 0:
+                publish()
+            if cfg.eval_interval and cfg.eval_episodes and updates % cfg.eval_interval == 0:
+                with timer.phase("evaluate"):
+                    rets = greedy_returns(online, info, cfg, device, cfg.seed + 100_003 + updates)
+                    status = replay_status(client, replay)
+                record = {
+                    "updates": updates,
+                    "return_mean": float(np.mean(rets)),
+                    "wall_time_s": time.monotonic() - start,
+                    "replay_inserts": status["inserts"],
+                }
+                evals.append(record)
+                logger.scalar("eval/return_mean", record["return_mean"], updates)
+                logger.scalar("replay/inserts", status["inserts"], updates)
+                if cfg.target_return is not None and record["return_mean"] >= cfg.target_return:
+                    if reached is None:
+                        reached = record
+                    progress.print(f"evaluation mean {record['return_mean']:.1f} >= {cfg.target_return}")
+                    reason = "target_return"
+                    break
+            now = time.monotonic()
+            if now - last_log >= cfg.log_interval_s:
+                log_interval(now)
+            progress.maybe(progress_text)
+            if cfg.checkpoint_interval_s and now - last_ckpt >= cfg.checkpoint_interval_s:
+                checkpoint()
+                last_ckpt = now
+        log_interval(time.monotonic())
+        try:
+            publish()  # the final parameters, so actors that are still running get them
+        except ReplayTimeout:
+            pass  # the server may be gone at shutdown; the checkpoint still has them
+    finally:
+        checkpoint()
+        client.close()
+    wall = time.monotonic() - start
+    final: list[float] = []
+    if cfg.eval_episodes:
+        with timer.phase("evaluate"):
+            final = greedy_returns(online, info, cfg, device, cfg.seed + 999_983)
+        logger.scalar("eval/final_return_mean", float(np.mean(final)), updates)
+    totals = timer.totals()
+    summary = {
+        "role": ROLE,
+        "env": cfg.env,
+        "stopped_by": reason,
+        "updates": updates,
+        "updates_this_run": updates - start_updates,
+        "params_version": version,
+        "eval_returns": final,
+        "eval_return_mean": float(np.mean(final)) if final else None,
+        "evaluations": evals,
+        "target_return": cfg.target_return,
+        "reached_target": reached is not None,
+        "reached_at": reached,
+        "replay_size": last_table_size,
+        "replay_inserts": status["inserts"],
+        "wall_time_s": wall,
+        "updates_per_s": (updates - start_updates) / max(wall, 1e-9),
+        "phase_totals_s": totals,
+        "communication_share": communication_share(totals, COMM_PHASES),
+    }
+    logger.write_json("summary.json", finite(summary))
+    logger.close()
+    progress.print(
+        f"stopped ({reason}) after {updates} updates; final evaluation "
+        f"{summary['eval_return_mean'] if final else '-'}"
+    )
+    return summary
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description=__doc__.split("\n\n", 1)[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_config_args(parser.add_argument_group("learner"), LearnerConfig)
+    add_config_args(
+        parser.add_argument_group("replay (--replay-*)"), ReplayConfig, prefix="replay-", skip=("beta",)
+    )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+
+    def body() -> int:
+        cfg = config_from_args(LearnerConfig, args)
+        replay = config_from_args(ReplayConfig, args, prefix="replay-")
+        summary = run_learner(cfg, replay)
+        print(json.dumps({"summary": finite(summary)}), flush=True)
+        return 0
+
+    return run_main(PROG, body)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
