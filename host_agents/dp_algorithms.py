@@ -1,0 +1,219 @@
+"""Losses and gradient weighting for the data-parallel workers (``host_agents.worker``).
+
+- ``gae``: generalized advantage estimation (Schulman et al. 2016) over one rollout.
+- ``ppo_loss`` / ``a2c_loss``: clipped PPO and advantage actor-critic, both with optional
+  importance-sampling truncation; ``dqn_loss``: Double DQN with a Huber loss.
+- ``chunk_weights``: how an asynchronous worker turns the switch's per-chunk sums into one
+  averaged gradient (staleness-aware scaling).
+
+Asynchronous training follows Stellaris (Yu et al., SC'24). **This is our reading of the paper,
+adapted to what the switch tells a worker**, not a copy of its code:
+
+*Staleness-aware scaling.* The switch returns, per chunk of 32 values, the sum ``S_c`` of the
+``n_c`` worker gradients it holds and the oldest and newest model version among them
+(``version_lo``, ``version_hi``); it cannot say which contributor had which version. A worker's
+model version is the number of updates it has applied. Let ``V`` be the newest version this
+worker knows of after the call: ``max(own version, max_c version_hi_c)``. The staleness of
+chunk ``c`` is ``s_c = V - version_lo_c`` (the oldest contributor's lag, a conservative bound
+for every contributor), and the worker applies::
+
+    g_c = S_c / (n_c * (1 + s_c))          # staleness scaling on
+    g_c = S_c / n_c                         # staleness scaling off
+    g_c = 0                                 # n_c = 0: the chunk missed this worker
+
+instead of a flat ``S / N``. Every worker that received a chunk sees the same ``S_c``, ``n_c``
+and versions, so workers that heard of the same newest version apply the same update. In a
+synchronous job ``n_c = N`` and all versions are equal, so the rule is the plain mean.
+
+*Importance-sampling truncation.* Each sample keeps the log-probability ``log mu(a|s)`` of the
+policy that collected it. The policy-gradient term weights it by the truncated ratio
+``min(pi(a|s) / mu(a|s), rho_bar)``: A2C multiplies ``-A * log pi`` by that weight (a constant,
+as in V-trace); PPO uses ``min(ratio, rho_bar)`` in place of the ratio in both surrogate terms,
+which bounds the otherwise unbounded term for negative advantages (as dual-clip PPO does).
+``rho_bar = 0`` turns truncation off.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+__all__ = [
+    "ChunkWeights",
+    "a2c_loss",
+    "chunk_weights",
+    "dqn_loss",
+    "gae",
+    "is_weights",
+    "ppo_loss",
+]
+
+
+def gae(
+    rewards: np.ndarray,
+    values: np.ndarray,
+    dones: np.ndarray,
+    last_value: np.ndarray | float,
+    gamma: float,
+    lam: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(advantages, returns) of a rollout of T steps (arrays [T] or [T, envs]).
+
+    ``dones[t]`` is 1 when step t ended its episode (the value after it is not bootstrapped;
+    a time-limit truncation should fold ``gamma * V(final obs)`` into ``rewards[t]`` first).
+    ``last_value`` is V of the observation after the last step."""
+    rewards = np.asarray(rewards, np.float64)
+    values = np.asarray(values, np.float64)
+    dones = np.asarray(dones, np.float64)
+    adv = np.zeros_like(rewards)
+    running = np.zeros_like(rewards[0])
+    next_value = np.asarray(last_value, np.float64) * np.ones_like(rewards[0])
+    for t in reversed(range(len(rewards))):
+        nonterminal = 1.0 - dones[t]
+        delta = rewards[t] + gamma * next_value * nonterminal - values[t]
+        running = delta + gamma * lam * nonterminal * running
+        adv[t] = running
+        next_value = values[t]
+    return adv.astype(np.float32), (adv + values).astype(np.float32)
+
+
+def is_weights(logp: torch.Tensor, behaviour_logp: torch.Tensor, rho_bar: float) -> torch.Tensor:
+    """Truncated importance weights ``min(pi / mu, rho_bar)`` (no gradient); all ones when
+    ``rho_bar`` is 0 (truncation off)."""
+    if rho_bar <= 0:
+        return torch.ones_like(logp)
+    return torch.clamp(torch.exp(logp.detach() - behaviour_logp), max=rho_bar)
+
+
+def _policy_terms(model: nn.Module, obs: torch.Tensor, actions: torch.Tensor):  # type: ignore[no-untyped-def]
+    logits, values = model(obs)
+    dist = torch.distributions.Categorical(logits=logits)
+    return dist.log_prob(actions), dist.entropy(), values
+
+
+def ppo_loss(
+    model: nn.Module,
+    obs: torch.Tensor,
+    actions: torch.Tensor,
+    behaviour_logp: torch.Tensor,
+    advantages: torch.Tensor,
+    returns: torch.Tensor,
+    clip: float = 0.2,
+    vf_coef: float = 0.5,
+    ent_coef: float = 0.01,
+    rho_bar: float = 0.0,
+    normalize_advantages: bool = True,
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """Clipped PPO loss of one minibatch; with ``rho_bar`` > 0 the ratio is truncated at it."""
+    logp, entropy, values = _policy_terms(model, obs, actions)
+    if normalize_advantages and advantages.numel() > 1:
+        advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+    ratio = torch.exp(logp - behaviour_logp)
+    if rho_bar > 0:
+        ratio = torch.clamp(ratio, max=rho_bar)
+    surrogate = torch.min(ratio * advantages, torch.clamp(ratio, 1 - clip, 1 + clip) * advantages)
+    policy_loss = -surrogate.mean()
+    value_loss = 0.5 * (returns - values).pow(2).mean()
+    ent = entropy.mean()
+    loss = policy_loss + vf_coef * value_loss - ent_coef * ent
+    with torch.no_grad():
+        clipfrac = ((ratio - 1).abs() > clip).float().mean().item()
+    return loss, {
+        "policy_loss": policy_loss.item(),
+        "value_loss": value_loss.item(),
+        "entropy": ent.item(),
+        "clipfrac": clipfrac,
+    }
+
+
+def a2c_loss(
+    model: nn.Module,
+    obs: torch.Tensor,
+    actions: torch.Tensor,
+    behaviour_logp: torch.Tensor,
+    advantages: torch.Tensor,
+    returns: torch.Tensor,
+    vf_coef: float = 0.5,
+    ent_coef: float = 0.01,
+    rho_bar: float = 0.0,
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """Advantage actor-critic loss; each sample's policy term weighted by its truncated IS ratio."""
+    logp, entropy, values = _policy_terms(model, obs, actions)
+    weights = is_weights(logp, behaviour_logp, rho_bar)
+    policy_loss = -(weights * advantages * logp).mean()
+    value_loss = 0.5 * (returns - values).pow(2).mean()
+    ent = entropy.mean()
+    loss = policy_loss + vf_coef * value_loss - ent_coef * ent
+    return loss, {
+        "policy_loss": policy_loss.item(),
+        "value_loss": value_loss.item(),
+        "entropy": ent.item(),
+        "is_weight_mean": weights.mean().item(),
+    }
+
+
+def dqn_loss(
+    q_net: nn.Module,
+    target_net: nn.Module,
+    obs: torch.Tensor,
+    actions: torch.Tensor,
+    rewards: torch.Tensor,
+    next_obs: torch.Tensor,
+    dones: torch.Tensor,
+    gamma: float,
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """Double DQN Huber loss: the online net picks the next action, the target net values it."""
+    q = q_net(obs).gather(1, actions.long().unsqueeze(1)).squeeze(1)
+    with torch.no_grad():
+        next_a = q_net(next_obs).argmax(dim=1, keepdim=True)
+        next_q = target_net(next_obs).gather(1, next_a).squeeze(1)
+        target = rewards + gamma * (1.0 - dones) * next_q
+    loss = F.smooth_l1_loss(q, target)
+    return loss, {"loss": loss.item(), "q_mean": q.mean().item()}
+
+
+@dataclass
+class ChunkWeights:
+    """Per-element factors for an aggregated gradient, and what they were made of."""
+
+    factors: torch.Tensor  # multiply the summed gradient by this (0 where a chunk is missing)
+    staleness_mean: float  # mean s_c over the chunks received
+    contributors_mean: float  # mean n_c over the chunks received
+    missing: int  # chunks with n_c = 0
+
+
+def chunk_weights(
+    count: np.ndarray,
+    version_lo: np.ndarray,
+    version_hi: np.ndarray,
+    own_version: int,
+    numel: int,
+    values_per_chunk: int,
+    staleness_scaling: bool = True,
+) -> ChunkWeights:
+    """The factors ``1 / (n_c * (1 + s_c))`` (or ``1 / n_c`` without staleness scaling) of the
+    module docstring, expanded to ``numel`` elements (chunk c covers elements
+    ``c * values_per_chunk`` onwards)."""
+    count = np.asarray(count, np.int64)
+    lo = np.asarray(version_lo, np.int64)
+    hi = np.asarray(version_hi, np.int64)
+    got = count > 0
+    newest = max(int(own_version), int(hi[got].max(initial=own_version)))
+    staleness = np.where(got, np.maximum(0, newest - lo), 0)
+    per_chunk = np.zeros(count.shape, np.float64)
+    denom = count.astype(np.float64) * ((1.0 + staleness) if staleness_scaling else 1.0)
+    per_chunk[got] = 1.0 / denom[got]
+    factors = np.repeat(per_chunk, values_per_chunk)[:numel]
+    if factors.size < numel:
+        raise ValueError(f"{count.size} chunks of {values_per_chunk} cannot cover {numel} elements")
+    n_got = int(got.sum())
+    return ChunkWeights(
+        torch.from_numpy(factors.astype(np.float32)),
+        float(staleness[got].mean()) if n_got else 0.0,
+        float(count[got].mean()) if n_got else 0.0,
+        int(count.size - n_got),
+    )

@@ -1,0 +1,792 @@
+"""Data-parallel RL worker: N of these train ONE policy (PPO, A2C or DQN) by allreducing
+gradients through the switch, the parameter server, gloo, or nothing (``--comm local``).
+
+Every worker builds the network from the common ``--seed`` (identical initial parameters),
+collects data with its own environments (seeded by seed and worker index), computes the
+gradient of its own data, allreduces it and applies the average with its own copy of the
+optimizer. In synchronous mode every worker applies the same averaged gradient, so all models
+stay identical (``summary.json`` holds a hash of the final parameters to check it).
+
+Asynchronous mode (``--mode async``, switch only, ``--threshold`` k < N): each chunk's result
+holds the first k gradients to reach the switch; a late worker gets the result without its own
+contribution. Staleness-aware scaling and importance-sampling truncation follow Stellaris as
+described in ``host_agents.dp_algorithms``.
+
+Control chunk: the allreduced tensor is the flat gradient padded to whole chunks plus one
+chunk of control values that travel with it, so that decisions need no extra round trip:
+
+- element i < N: 1 when worker i is done (it stops after this call); every worker repeats the
+  flags it knows, so a flag outlives its sender;
+- element N: checkpoint request (worker 0, every ``--checkpoint-interval-s``): every worker
+  saves at the end of the same iteration;
+- element N+1: stop all (worker 0 reached ``--target-return``).
+
+Synchronous jobs stop after the first call whose result holds any flag: all workers at the
+same update. Asynchronous workers stop after their own flagged call, after a stop-all (one more
+call, flagged), or when fewer than k workers remain; a worker whose last round cannot complete
+because its peers left ends cleanly after a short timeout instead of hanging.
+
+Logs: ``<log-dir>/<run-name>/worker-<i>`` (TensorBoard + metrics.jsonl, checkpoint.pt,
+summary.json). Resuming an in-switch job needs the job reset (round counters restart).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import sys
+import time
+from collections import deque
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from host_agents.agg_client import AggregationTimeout
+from host_agents.agg_protocol import MAX_WORKERS, VALUES_PER_PACKET
+from host_agents.cli import ConfigError, add_config_args, config_from_args, run_main
+from host_agents.dp_algorithms import a2c_loss, chunk_weights, dqn_loss, gae, ppo_loss
+from host_agents.envs import env_info, make_env
+from host_agents.grad_comm import GlooComm, GradComm, LocalComm, PSComm, SwitchComm
+from host_agents.metrics import PhaseTimer, Progress, RunLogger, load_checkpoint, save_checkpoint
+from host_agents.networks import (
+    ActorCritic,
+    DuelingQNetwork,
+    flat_gradients,
+    flat_params,
+    load_flat_gradients,
+    select_device,
+)
+from host_agents.run_config import RunConfig, evaluate, seed_everything
+
+__all__ = ["Worker", "WorkerConfig", "main"]
+
+PROG = "python -m host_agents.worker"
+ALGOS = ("ppo", "a2c", "dqn")
+COMMS = ("switch", "ps", "gloo", "local")
+MODES = ("sync", "async")
+DEFAULT_LR = {"ppo": 2.5e-4, "a2c": 7e-4, "dqn": 5e-4}
+
+
+@dataclass
+class WorkerConfig(RunConfig):
+    """Settings of one data-parallel worker."""
+
+    algo: str = "ppo"
+    """learning algorithm: ppo (clipped, GAE), a2c, or dqn (Double DQN, local replay per worker)"""
+    comm: str = "local"
+    """gradient transport: switch (in-network aggregation), ps (parameter server), gloo (ring
+    allreduce) or local (one process, no communication)"""
+    mode: str = "sync"
+    """sync: every gradient of every worker in every update; async: the switch completes each
+    chunk with the first --threshold workers (switch only)"""
+    worker: int = 0
+    """this worker's index (0..num-workers-1); also its id in the switch job"""
+    num_workers: int = 1
+    """number of workers training the policy"""
+    switch: str = "10.100.0.254"
+    """switch address ip[:port] for --comm switch (port default 47000)"""
+    job: int = 1
+    """switch aggregation job id"""
+    slots: int = 32
+    """the switch job's slot count (outstanding packets per worker)"""
+    bind: str = "0.0.0.0:40000"
+    """local ip:port of the aggregation socket (the port the job's member entry names)"""
+    threshold: int = 0
+    """contributions that complete a chunk; 0 means all workers (sync); async needs 1..num-workers-1"""
+    fixed_exponent: int = 1
+    """async only: gradients are clipped to +-2**e for fixed-point aggregation (the local
+    grad-norm clip keeps them far below)"""
+    agg_timeout_s: float = 0.2
+    """seconds before an aggregation packet is retransmitted"""
+    agg_max_tries: int = 50
+    """transmissions of one aggregation packet before the worker gives up (switch unreachable)"""
+    ps: str = "127.0.0.1:5555"
+    """parameter server address host:port for --comm ps"""
+    gloo_init: str = "127.0.0.1:29500"
+    """gloo rendezvous host:port (worker 0 listens there) for --comm gloo"""
+    gloo_ifname: str = ""
+    """network interface gloo binds to (empty: resolve the hostname)"""
+    comm_timeout_s: float = 60.0
+    """seconds the ps and gloo transports wait for a connection, rendezvous or round"""
+    torch_threads: int = 1
+    """torch CPU threads per worker (several workers share the cores)"""
+    hidden: int = 64
+    """hidden units per layer of the MLP networks"""
+    num_envs: int = 1
+    """environments per worker (stepped one after the other)"""
+    rollout_steps: int = 128
+    """environment steps per environment per iteration (PPO/A2C rollout length; DQN steps between logs)"""
+    lr: float = 0.0
+    """Adam learning rate (0: the algorithm's default: 2.5e-4 PPO, 7e-4 A2C, 5e-4 DQN)"""
+    anneal_lr: bool = True
+    """PPO/A2C: decay the learning rate linearly to 0 over --max-steps"""
+    gamma: float = 0.99
+    """discount factor"""
+    gae_lambda: float = 0.95
+    """GAE lambda (PPO, A2C)"""
+    epochs: int = 4
+    """PPO epochs over each rollout"""
+    minibatches: int = 4
+    """PPO minibatches per epoch (one allreduce each)"""
+    clip: float = 0.2
+    """PPO ratio clip"""
+    ent_coef: float = 0.01
+    """entropy bonus coefficient (PPO, A2C)"""
+    vf_coef: float = 0.5
+    """value loss coefficient (PPO, A2C)"""
+    max_grad_norm: float = 0.5
+    """each worker clips its own gradient to this L2 norm before the allreduce (0: no clipping)"""
+    buffer_size: int = 10_000
+    """DQN: local replay capacity per worker"""
+    batch_size: int = 64
+    """DQN: sampled transitions per update per worker"""
+    learning_starts: int = 1000
+    """DQN: environment steps per worker before the first update"""
+    train_every: int = 4
+    """DQN: environment steps (per environment) between updates"""
+    target_update: int = 100
+    """DQN: updates between target network copies (every worker at the same update)"""
+    eps_start: float = 1.0
+    """DQN: initial exploration epsilon"""
+    eps_end: float = 0.05
+    """DQN: final exploration epsilon"""
+    eps_fraction: float = 0.3
+    """DQN: fraction of --max-steps over which epsilon decays linearly"""
+    staleness_scaling: bool = True
+    """async: scale each chunk by 1/(contributors x (1 + staleness)) instead of 1/contributors"""
+    is_truncation: float = 0.0
+    """importance-sampling truncation rho-bar for the policy-gradient loss (0: off)"""
+    target_return: float = 0.0
+    """stop every worker once worker 0's periodic evaluation reaches this mean return (0: never)"""
+    eval_interval: int = 10
+    """iterations between worker 0's periodic evaluations (0: none)"""
+    slowdown_s: float = 0.0
+    """seconds this worker sleeps per iteration (emulates a straggler in asynchronous experiments)"""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for name, value, allowed in (
+            ("algo", self.algo, ALGOS),
+            ("comm", self.comm, COMMS),
+            ("mode", self.mode, MODES),
+        ):
+            if value not in allowed:
+                raise ConfigError(f"--{name} must be one of {', '.join(allowed)}, got {value!r}")
+        if not 1 <= self.num_workers <= MAX_WORKERS:
+            raise ConfigError(f"--num-workers must be 1..{MAX_WORKERS}, got {self.num_workers}")
+        if not 0 <= self.worker < self.num_workers:
+            raise ConfigError(f"--worker must be 0..{self.num_workers - 1}, got {self.worker}")
+        if self.comm == "local" and self.num_workers != 1:
+            raise ConfigError("--comm local runs one process: --num-workers must be 1")
+        if self.mode == "async":
+            if self.comm != "switch":
+                raise ConfigError(
+                    f"--mode async needs --comm switch (threshold aggregation), not {self.comm}"
+                )
+            if not 1 <= self.threshold < self.num_workers:
+                raise ConfigError(
+                    f"--mode async needs 1 <= --threshold < --num-workers ({self.num_workers}), "
+                    f"got {self.threshold}"
+                )
+        elif self.threshold not in (0, self.num_workers):
+            raise ConfigError(
+                f"--threshold {self.threshold} < --num-workers makes the job asynchronous: add --mode async"
+            )
+        positive = (
+            "num_envs",
+            "rollout_steps",
+            "epochs",
+            "minibatches",
+            "batch_size",
+            "train_every",
+            "target_update",
+            "hidden",
+            "slots",
+            "agg_max_tries",
+            "torch_threads",
+        )
+        for name in positive:
+            if getattr(self, name) < 1:
+                raise ConfigError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
+        if self.minibatches > self.num_envs * self.rollout_steps:
+            raise ConfigError("--minibatches exceeds the rollout's samples (--num-envs x --rollout-steps)")
+        if self.batch_size > self.buffer_size:
+            raise ConfigError(
+                f"--batch-size {self.batch_size} is larger than the replay (--buffer-size {self.buffer_size})"
+            )
+        if self.lr < 0 or self.agg_timeout_s <= 0 or self.comm_timeout_s <= 0 or self.slowdown_s < 0:
+            raise ConfigError("--lr, --slowdown-s must be >= 0 and the timeouts > 0")
+        if self.lr == 0:
+            self.lr = DEFAULT_LR[self.algo]
+
+    @property
+    def asynchronous(self) -> bool:
+        return self.mode == "async"
+
+
+def make_comm(cfg: WorkerConfig) -> GradComm:
+    if cfg.comm == "local":
+        return LocalComm()
+    if cfg.comm == "switch":
+        try:
+            return SwitchComm(
+                cfg.switch,
+                cfg.job,
+                cfg.worker,
+                cfg.num_workers,
+                cfg.slots,
+                cfg.bind,
+                cfg.threshold if cfg.asynchronous else None,
+                cfg.fixed_exponent if cfg.asynchronous else None,
+                cfg.agg_timeout_s,
+                cfg.agg_max_tries,
+            )
+        except OSError as e:  # bind to an address this host does not have, ...
+            raise ConnectionError(
+                f"cannot open the aggregation socket on {cfg.bind}: {e.strerror or e}"
+            ) from e
+        except ValueError as e:
+            raise ConfigError(str(e)) from e
+    if cfg.comm == "ps":
+        try:
+            return PSComm(cfg.ps, cfg.worker, cfg.num_workers, cfg.comm_timeout_s)
+        except OSError as e:
+            raise ConnectionError(f"parameter server {cfg.ps} unreachable: {e.strerror or e}") from e
+    return GlooComm(cfg.gloo_init, cfg.worker, cfg.num_workers, cfg.comm_timeout_s, cfg.gloo_ifname or None)
+
+
+class _Replay:
+    """Uniform replay of one worker (DQN)."""
+
+    def __init__(self, capacity: int, obs_dim: int, rng: np.random.Generator) -> None:
+        self.obs = np.zeros((capacity, obs_dim), np.float32)
+        self.next_obs = np.zeros((capacity, obs_dim), np.float32)
+        self.actions = np.zeros(capacity, np.int64)
+        self.rewards = np.zeros(capacity, np.float32)
+        self.dones = np.zeros(capacity, np.float32)
+        self.capacity, self.size, self.pos, self.rng = capacity, 0, 0, rng
+
+    def add(self, obs: np.ndarray, action: int, reward: float, next_obs: np.ndarray, done: bool) -> None:
+        i = self.pos
+        self.obs[i], self.actions[i], self.rewards[i], self.next_obs[i], self.dones[i] = (
+            obs,
+            action,
+            reward,
+            next_obs,
+            done,
+        )
+        self.pos = (i + 1) % self.capacity
+        self.size = min(self.size + 1, self.capacity)
+
+    def sample(self, n: int) -> tuple[np.ndarray, ...]:
+        idx = self.rng.integers(0, self.size, n)
+        return self.obs[idx], self.actions[idx], self.rewards[idx], self.next_obs[idx], self.dones[idx]
+
+
+class _StopTraining(Exception):
+    """Raised out of an update loop when the job decided to stop after the current call."""
+
+
+class Worker:
+    def __init__(self, cfg: WorkerConfig) -> None:
+        self.cfg = cfg
+        info = env_info(cfg.env)  # ConfigError for an unknown or unsupported environment
+        torch.set_num_threads(cfg.torch_threads)
+        self.device = select_device(cfg.device)
+        self.role = f"worker-{cfg.worker}"
+        self.run_dir = cfg.run_dir(self.role)
+        # Same seed on every worker: identical initial parameters.
+        seed_everything(cfg.seed)
+        if cfg.algo == "dqn":
+            self.model: torch.nn.Module = DuelingQNetwork(info.obs_shape, info.num_actions, cfg.hidden).to(
+                self.device
+            )
+            self.target = DuelingQNetwork(info.obs_shape, info.num_actions, cfg.hidden).to(self.device)
+            self.target.load_state_dict(self.model.state_dict())
+        else:
+            self.model = ActorCritic(info.obs_shape, info.num_actions, cfg.hidden).to(self.device)
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=cfg.lr, eps=1e-5)
+        # From here on each worker draws its own random numbers (actions, minibatches).
+        own_seed = cfg.seed + 1000 * (cfg.worker + 1)
+        self.rng = seed_everything(own_seed)
+        self.envs = [make_env(cfg.env, seed=own_seed + e) for e in range(cfg.num_envs)]
+        self.obs = np.stack(
+            [np.asarray(env.reset(seed=own_seed + e)[0], np.float32) for e, env in enumerate(self.envs)]
+        )
+        self.ep_return = np.zeros(cfg.num_envs)
+        self.ep_length = np.zeros(cfg.num_envs, np.int64)
+        self.recent_returns: deque[float] = deque(maxlen=10)
+        self.replay = (
+            _Replay(cfg.buffer_size, int(np.prod(info.obs_shape)), self.rng) if cfg.algo == "dqn" else None
+        )
+        self.num_params = sum(p.numel() for p in self.model.parameters())
+        self.padded = -(-self.num_params // VALUES_PER_PACKET) * VALUES_PER_PACKET
+        # counters (restored on --resume)
+        self.updates = 0  # optimizer steps = allreduce calls = this worker's model version
+        self.env_steps = 0  # this worker's environment steps
+        self.iterations = 0
+        self.episodes = 0
+        self.reached: dict[str, Any] | None = None  # when worker 0's evaluation first met the target
+        # control state
+        self.known_done = np.zeros(cfg.num_workers, bool)
+        self.own_done = False
+        self.stop_all = False
+        self.stop_reason = ""
+        self.ckpt_requested = False
+        self._stop_after_call = False
+        self.timer = PhaseTimer()
+        self.iter_stats: dict[str, list[float]] = {}
+        self.comm: GradComm | None = None
+        self.logger: RunLogger | None = None
+
+    # ------------------------------------------------------------------ control
+
+    def _want_done(self) -> str:
+        """Why this worker wants to stop now ('' = it does not)."""
+        cfg = self.cfg
+        if self.env_steps >= cfg.max_steps:
+            return "max_steps"
+        if cfg.time_budget_s and time.monotonic() - self.start >= cfg.time_budget_s:
+            return "time_budget"
+        return ""
+
+    def _control_chunk(self) -> torch.Tensor:
+        cfg = self.cfg
+        ctl = torch.zeros(VALUES_PER_PACKET)
+        if not self.own_done:
+            reason = self._want_done()
+            if reason or (self.stop_all and cfg.asynchronous):
+                self.own_done = True
+                self.stop_reason = self.stop_reason or reason or "target_return"
+        done = self.known_done.copy()
+        done[cfg.worker] |= self.own_done
+        ctl[: cfg.num_workers] = torch.from_numpy(done.astype(np.float32))
+        if cfg.worker == 0 and cfg.checkpoint_interval_s and time.monotonic() >= self.next_ckpt:
+            ctl[cfg.num_workers] = 1.0
+            self.next_ckpt = time.monotonic() + cfg.checkpoint_interval_s
+        ctl[cfg.num_workers + 1] = float(self.stop_all)
+        return ctl
+
+    def apply_gradient(self) -> None:
+        """Allreduce this worker's gradient (in ``.grad``), apply the average, and take the
+        control decisions it carries. Raises _StopTraining when the job stops after this call."""
+        cfg = self.cfg
+        assert self.comm is not None
+        if cfg.max_grad_norm > 0:
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.max_grad_norm)
+        flat = flat_gradients(self.model)
+        payload = torch.zeros(self.padded + VALUES_PER_PACKET)
+        payload[: self.num_params] = flat
+        payload[self.padded :] = self._control_chunk()
+        try:
+            with self.timer.phase("allreduce"):
+                summed, info = self.comm.allreduce(payload, self.updates)
+        except AggregationTimeout:
+            if cfg.asynchronous and (self.own_done or self.known_done.any() or self.stop_all):
+                # peers left (or this worker's last rounds have nobody to complete them)
+                self.stop_reason = self.stop_reason or "peers_left"
+                raise _StopTraining from None
+            raise
+        n = self.num_params
+        if info is None or not cfg.asynchronous:
+            grad = summed[:n] / cfg.num_workers
+            ctl = summed[self.padded :]
+        else:
+            w = chunk_weights(
+                info.count,
+                info.version_lo,
+                info.version_hi,
+                self.updates,
+                self.padded + VALUES_PER_PACKET,
+                VALUES_PER_PACKET,
+                cfg.staleness_scaling,
+            )
+            grad = summed[:n] * w.factors[:n]
+            ctl = summed[self.padded :] if info.count[-1] > 0 else torch.zeros(VALUES_PER_PACKET)
+            self._stat("agg/staleness_mean", w.staleness_mean)
+            self._stat("agg/contributors_mean", w.contributors_mean)
+            self._stat("agg/missing_chunks", w.missing)
+        load_flat_gradients(self.model, grad)
+        self.optimizer.step()
+        self.updates += 1
+        # control decisions
+        self.known_done |= ctl[: cfg.num_workers].numpy() > 0.5
+        self.ckpt_requested |= bool(ctl[cfg.num_workers] > 0.5)
+        saw_stop_all = bool(ctl[cfg.num_workers + 1] > 0.5)
+        if not cfg.asynchronous:
+            if self.known_done.any() or self.own_done:
+                self.stop_reason = self.stop_reason or ("target_return" if saw_stop_all else "peer_done")
+                raise _StopTraining
+            return
+        self.stop_all |= saw_stop_all
+        done = self.known_done.copy()
+        done[cfg.worker] |= self.own_done
+        active = cfg.num_workers - int(done.sum())
+        if self.known_done.any() and isinstance(self.comm, SwitchComm):
+            # a peer left: a round that cannot complete should end this worker soon, not after 10 s
+            self.comm.client.max_tries = min(self.comm.client.max_tries, 10)
+        if self.own_done:
+            raise _StopTraining
+        if active < cfg.threshold:
+            self.stop_reason = "peers_left"
+            raise _StopTraining
+
+    def _stat(self, tag: str, value: float) -> None:
+        self.iter_stats.setdefault(tag, []).append(float(value))
+
+    # ------------------------------------------------------------------ environments
+
+    def _step_envs(
+        self, actions: np.ndarray, values_fn=None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list]:  # type: ignore[no-untyped-def]
+        """Step every environment; returns (next obs, rewards, dones, [(final obs, env) for
+        truncated episodes]). Ended episodes are reset and their returns logged."""
+        E = self.cfg.num_envs
+        rewards = np.zeros(E, np.float32)
+        dones = np.zeros(E, np.float32)
+        real_next = self.obs.copy()
+        truncated_at = []
+        for e, env in enumerate(self.envs):
+            obs, reward, terminated, truncated, _ = env.step(int(actions[e]))
+            obs = np.asarray(obs, np.float32)
+            real_next[e] = obs
+            rewards[e] = reward
+            self.ep_return[e] += reward
+            self.ep_length[e] += 1
+            if terminated or truncated:
+                dones[e] = 1.0
+                if truncated and not terminated:
+                    truncated_at.append(e)
+                self.episodes += 1
+                assert self.logger is not None
+                self.logger.scalar("episode/return", self.ep_return[e], self.env_steps + 1)
+                self.logger.scalar("episode/length", self.ep_length[e], self.env_steps + 1)
+                self.recent_returns.append(float(self.ep_return[e]))
+                self.ep_return[e], self.ep_length[e] = 0.0, 0
+                obs = np.asarray(env.reset()[0], np.float32)
+            self.obs[e] = obs
+        self.env_steps += 1
+        return real_next, rewards, dones, truncated_at
+
+    # ------------------------------------------------------------------ algorithms
+
+    def _set_lr(self) -> None:
+        if self.cfg.anneal_lr and self.cfg.algo != "dqn":
+            frac = max(0.0, 1.0 - self.env_steps / self.cfg.max_steps)
+            for group in self.optimizer.param_groups:
+                group["lr"] = frac * self.cfg.lr
+
+    def iteration_pg(self) -> None:
+        """One PPO/A2C iteration: a rollout, then the updates (one allreduce per minibatch)."""
+        cfg = self.cfg
+        T, E = cfg.rollout_steps, cfg.num_envs
+        obs_buf = np.zeros((T, E) + self.obs.shape[1:], np.float32)
+        act_buf = np.zeros((T, E), np.int64)
+        logp_buf = np.zeros((T, E), np.float32)
+        val_buf = np.zeros((T, E), np.float32)
+        rew_buf = np.zeros((T, E), np.float32)
+        done_buf = np.zeros((T, E), np.float32)
+        model = self.model
+        self._set_lr()
+        for t in range(T):
+            obs_buf[t] = self.obs
+            with torch.no_grad():
+                logits, value = model(torch.as_tensor(self.obs, device=self.device))
+                dist = torch.distributions.Categorical(logits=logits)
+                action = dist.sample()
+                logp_buf[t] = dist.log_prob(action).cpu().numpy()  # behaviour policy mu
+            act_buf[t] = action.cpu().numpy()
+            val_buf[t] = value.cpu().numpy()
+            real_next, rewards, dones, truncated = self._step_envs(act_buf[t])
+            if truncated:  # time limit: bootstrap from the final observation instead of 0
+                with torch.no_grad():
+                    v = model(torch.as_tensor(real_next[truncated], device=self.device))[1].cpu().numpy()
+                rewards[truncated] += cfg.gamma * v
+            rew_buf[t], done_buf[t] = rewards, dones
+        with torch.no_grad():
+            last_value = model(torch.as_tensor(self.obs, device=self.device))[1].cpu().numpy()
+        adv, ret = gae(rew_buf, val_buf, done_buf, last_value, cfg.gamma, cfg.gae_lambda)
+        B = T * E
+        tens = {
+            "obs": torch.as_tensor(obs_buf.reshape((B,) + obs_buf.shape[2:]), device=self.device),
+            "actions": torch.as_tensor(act_buf.reshape(B), device=self.device),
+            "logp": torch.as_tensor(logp_buf.reshape(B), device=self.device),
+            "adv": torch.as_tensor(adv.reshape(B), device=self.device),
+            "ret": torch.as_tensor(ret.reshape(B), device=self.device),
+        }
+        if cfg.algo == "a2c":
+            self._pg_update(tens, np.arange(B), a2c=True)
+            return
+        for _ in range(cfg.epochs):
+            perm = self.rng.permutation(B)
+            for mb in np.array_split(perm, cfg.minibatches):
+                self._pg_update(tens, mb, a2c=False)
+
+    def _pg_update(self, tens: dict[str, torch.Tensor], idx: np.ndarray, a2c: bool) -> None:
+        cfg = self.cfg
+        i = torch.as_tensor(idx, device=self.device)
+        args = (
+            self.model,
+            tens["obs"][i],
+            tens["actions"][i],
+            tens["logp"][i],
+            tens["adv"][i],
+            tens["ret"][i],
+        )
+        if a2c:
+            loss, stats = a2c_loss(
+                *args, vf_coef=cfg.vf_coef, ent_coef=cfg.ent_coef, rho_bar=cfg.is_truncation
+            )
+        else:
+            loss, stats = ppo_loss(
+                *args, clip=cfg.clip, vf_coef=cfg.vf_coef, ent_coef=cfg.ent_coef, rho_bar=cfg.is_truncation
+            )
+        self.optimizer.zero_grad(set_to_none=False)
+        loss.backward()
+        for k, v in stats.items():
+            self._stat(f"train/{k}", v)
+        self.apply_gradient()
+
+    def _epsilon(self) -> float:
+        cfg = self.cfg
+        frac = min(1.0, self.env_steps / max(1.0, cfg.eps_fraction * cfg.max_steps))
+        return cfg.eps_start + frac * (cfg.eps_end - cfg.eps_start)
+
+    def iteration_dqn(self) -> None:
+        """``rollout_steps`` environment steps with epsilon-greedy actions; an update (one
+        allreduce) every ``train_every`` steps once ``learning_starts`` steps are in the replay."""
+        cfg = self.cfg
+        assert self.replay is not None
+        for _ in range(cfg.rollout_steps):
+            eps = self._epsilon()
+            with torch.no_grad():
+                greedy = self.model(torch.as_tensor(self.obs, device=self.device)).argmax(dim=1).cpu().numpy()
+            explore = self.rng.random(cfg.num_envs) < eps
+            actions = np.where(
+                explore, self.rng.integers(0, self.envs[0].action_space.n, cfg.num_envs), greedy
+            )
+            before = self.obs.copy()
+            real_next, rewards, dones, truncated = self._step_envs(actions)
+            for e in range(cfg.num_envs):
+                terminal = bool(dones[e]) and e not in truncated  # a time limit is not a terminal state
+                self.replay.add(before[e], int(actions[e]), float(rewards[e]), real_next[e], terminal)
+            if self.env_steps >= cfg.learning_starts and self.env_steps % cfg.train_every == 0:
+                o, a, r, o2, d = (
+                    torch.as_tensor(x, device=self.device) for x in self.replay.sample(cfg.batch_size)
+                )
+                loss, stats = dqn_loss(self.model, self.target, o, a, r, o2, d, cfg.gamma)
+                self.optimizer.zero_grad(set_to_none=False)
+                loss.backward()
+                for k, v in stats.items():
+                    self._stat(f"train/{k}", v)
+                self._stat("train/epsilon", eps)
+                self.apply_gradient()
+                if self.updates % cfg.target_update == 0:
+                    self.target.load_state_dict(self.model.state_dict())
+
+    # ------------------------------------------------------------------ evaluation, checkpoints
+
+    def act_greedy(self, obs: np.ndarray) -> int:
+        with torch.no_grad():
+            out = self.model(torch.as_tensor(np.asarray(obs, np.float32)[None], device=self.device))
+            logits = out[0] if isinstance(out, tuple) else out
+            return int(logits.argmax(dim=1).item())
+
+    def evaluate(self, episodes: int) -> list[float]:
+        return evaluate(self.act_greedy, self.cfg.env, episodes, seed=self.cfg.seed + 10_000)
+
+    def state(self) -> dict[str, Any]:
+        state = {
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "counters": {
+                "updates": self.updates,
+                "env_steps": self.env_steps,
+                "iterations": self.iterations,
+                "episodes": self.episodes,
+            },
+            "reached": self.reached,
+            "config": asdict(self.cfg),
+        }
+        if self.cfg.algo == "dqn":
+            state["target"] = self.target.state_dict()
+        return state
+
+    def restore(self, path: Path) -> None:
+        state = load_checkpoint(path)
+        try:
+            self.model.load_state_dict(state["model"])
+        except RuntimeError as e:
+            raise ConfigError(
+                f"{path} holds another network (different --env, --algo or --hidden): {e}"
+            ) from e
+        self.optimizer.load_state_dict(state["optimizer"])
+        if self.cfg.algo == "dqn" and "target" in state:
+            self.target.load_state_dict(state["target"])
+        for k, v in state["counters"].items():
+            setattr(self, k, v)
+        self.reached = state.get("reached")
+
+    def params_sha256(self) -> str:
+        return hashlib.sha256(flat_params(self.model).tobytes()).hexdigest()
+
+    # ------------------------------------------------------------------ main loop
+
+    def _log_iteration(self, steps_before: int, t0: float) -> None:
+        assert self.logger is not None
+        split = self.timer.interval()
+        dt = max(1e-9, time.perf_counter() - t0)
+        step = self.env_steps
+        log = self.logger
+        log.scalar("env/steps_per_s", (self.env_steps - steps_before) * self.cfg.num_envs / dt, step)
+        log.scalar("time/allreduce", split.get("allreduce", 0.0), step)
+        log.scalar("time/computation", split.get("computation", 0.0), step)
+        if "eval" in split:
+            log.scalar("time/eval", split["eval"], step)
+        log.scalar("time/communication_share", PhaseTimer.communication_share(split), step)
+        log.scalar("train/updates", self.updates, step)
+        for tag, values in self.iter_stats.items():
+            log.scalar(tag, float(np.mean(values)), step)
+        self.iter_stats = {}
+
+    def run(self) -> dict[str, Any]:
+        cfg = self.cfg
+        ckpt_path = self.run_dir / "checkpoint.pt"
+        if cfg.resume and ckpt_path.exists():
+            self.restore(ckpt_path)
+        self.logger = RunLogger(self.run_dir, tensorboard=cfg.tensorboard)
+        progress = Progress(self.role, cfg.progress_interval_s)
+        self.comm = make_comm(cfg)
+        self.start = time.monotonic()
+        self.next_ckpt = self.start + (cfg.checkpoint_interval_s or float("inf"))
+        self.timer = PhaseTimer()
+        wall0 = time.perf_counter()
+        iterate = self.iteration_dqn if cfg.algo == "dqn" else self.iteration_pg
+        try:
+            while True:
+                steps_before, t0 = self.env_steps, time.perf_counter()
+                stopping = False
+                try:
+                    if cfg.slowdown_s:
+                        time.sleep(cfg.slowdown_s)
+                    iterate()
+                    if self.comm.name == "local" or cfg.algo == "dqn" and self.updates == 0:
+                        # nothing travels (local) or no update yet (DQN warm-up): decide here
+                        reason = self._want_done()
+                        if reason:
+                            self.stop_reason, stopping = reason, True
+                except _StopTraining:
+                    stopping = True
+                self.iterations += 1
+                self._log_iteration(steps_before, t0)
+                if (
+                    cfg.worker == 0
+                    and cfg.eval_interval
+                    and self.iterations % cfg.eval_interval == 0
+                    and not stopping
+                ):
+                    with self.timer.phase("eval"):
+                        returns = self.evaluate(min(cfg.eval_episodes or 10, 10))
+                    mean = float(np.mean(returns))
+                    self.logger.scalar("eval/return_mean", mean, self.env_steps)
+                    if cfg.target_return and mean >= cfg.target_return and self.reached is None:
+                        self.reached = {
+                            "updates": self.updates,
+                            "env_steps_worker": self.env_steps,
+                            "env_steps_total": self.env_steps * cfg.num_envs * cfg.num_workers,
+                            "wall_s": time.perf_counter() - wall0,
+                            "eval_return_mean": mean,
+                        }
+                        self.stop_all = True
+                        self.own_done = not cfg.asynchronous or self.own_done
+                        if self.comm.name == "local":
+                            self.stop_reason, stopping = "target_return", True
+                        elif not cfg.asynchronous:
+                            self.stop_reason = "target_return"
+                if self.ckpt_requested or (
+                    self.comm.name == "local"
+                    and cfg.checkpoint_interval_s
+                    and time.monotonic() >= self.next_ckpt
+                ):
+                    self.ckpt_requested = False
+                    self.next_ckpt = time.monotonic() + cfg.checkpoint_interval_s
+                    save_checkpoint(ckpt_path, self.state())
+                progress.maybe(self._progress_text)
+                if stopping:
+                    break
+        finally:
+            self.comm.close()
+            for env in self.envs:
+                env.close()
+        save_checkpoint(ckpt_path, self.state())
+        wall = time.perf_counter() - wall0
+        totals = self.timer.totals()
+        eval_returns = self.evaluate(cfg.eval_episodes) if cfg.eval_episodes else []
+        summary = {
+            "role": self.role,
+            "algo": cfg.algo,
+            "comm": cfg.comm,
+            "mode": cfg.mode,
+            "num_workers": cfg.num_workers,
+            "threshold": cfg.threshold or cfg.num_workers,
+            "staleness_scaling": cfg.staleness_scaling,
+            "is_truncation": cfg.is_truncation,
+            "updates": self.updates,
+            "iterations": self.iterations,
+            "env_steps": self.env_steps * cfg.num_envs,
+            "episodes": self.episodes,
+            "wall_s": wall,
+            "phase_totals_s": totals,
+            "communication_share": PhaseTimer.communication_share(totals),
+            "eval_returns": eval_returns,
+            "eval_return_mean": float(np.mean(eval_returns)) if eval_returns else None,
+            "stop_reason": self.stop_reason,
+            "reached_target": self.reached,
+            "params_sha256": self.params_sha256(),
+            "num_params": self.num_params,
+            "packets_per_allreduce": (self.padded + VALUES_PER_PACKET) // VALUES_PER_PACKET,
+            "comm_counters": self.comm.counters(),
+        }
+        self.logger.write_json("summary.json", summary)
+        self.logger.close()
+        progress.print(
+            self._progress_text() + f" | done ({self.stop_reason}), eval {summary['eval_return_mean']}"
+        )
+        return summary
+
+    def _progress_text(self) -> str:
+        recent = list(self.recent_returns)
+        ret = f"{np.mean(recent):.1f}" if recent else "-"
+        totals = self.timer.totals()
+        return (
+            f"steps {self.env_steps * self.cfg.num_envs} updates {self.updates} episodes {self.episodes} "
+            f"return {ret} comm {100 * PhaseTimer.communication_share(totals):.0f}%"
+        )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Data-parallel RL worker: N workers train one policy (PPO, A2C or DQN) by "
+        "allreducing gradients through the switch (sync or async with staleness-aware scaling), "
+        "a parameter server, gloo, or locally. Start one process per worker.",
+    )
+    add_config_args(parser, WorkerConfig)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    def body() -> int:
+        args = build_parser().parse_args(argv)
+        cfg = config_from_args(WorkerConfig, args)
+        Worker(cfg).run()
+        return 0
+
+    return run_main(PROG, body)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
