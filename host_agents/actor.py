@@ -32,6 +32,7 @@ from host_agents.apex import (
     double_q_loss,
     finite,
     mean_last,
+    replay_status,
 )
 from host_agents.cli import ConfigError, add_config_args, config_from_args, run_main
 from host_agents.envs import env_info, make_env
@@ -134,6 +135,11 @@ def run_actor(cfg: ActorConfig, replay: ReplayConfig) -> dict:
     net = DuelingQNetwork(info.obs_shape, info.num_actions, cfg.hidden).to(device)
     net.eval()
     client = make_replay_client(replay)
+    try:
+        replay_status(client, replay)  # a missing server or a table of another size: say so now
+    except BaseException:
+        client.close()
+        raise
     store = ParamStore(client)
     env = make_env(cfg.env, seed=cfg.process_seed + episodes)
     acc = NStepAccumulator(cfg.n_step, cfg.gamma)

@@ -221,6 +221,7 @@ def run_learner(cfg: LearnerConfig, replay: ReplayConfig) -> dict:
     status = {"size": 0, "inserts": 0}
     last_table_size = 0
     try:
+        status = replay_status(client, replay)  # ConfigError when the table does not match, before publishing
         publish()  # actors act with the learner's network from their first pull
         # --- wait for learning_starts (bounded by the time budget and by signals)
         while True:
