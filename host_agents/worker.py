@@ -258,6 +258,12 @@ def make_comm(cfg: WorkerConfig) -> GradComm:
     return GlooComm(cfg.gloo_init, cfg.worker, cfg.num_workers, cfg.comm_timeout_s, cfg.gloo_ifname or None)
 
 
+def communication_share(split: dict[str, float]) -> float:
+    """Share of the time spent in allreduce (evaluation and checkpoints are not communication)."""
+    total = sum(split.values())
+    return 0.0 if total <= 0 else split.get("allreduce", 0.0) / total
+
+
 class _Replay:
     """Uniform replay of one worker (DQN)."""
 
@@ -326,7 +332,8 @@ class Worker:
         self.padded = -(-self.num_params // VALUES_PER_PACKET) * VALUES_PER_PACKET
         # counters (restored on --resume)
         self.updates = 0  # optimizer steps = allreduce calls = this worker's model version
-        self.env_steps = 0  # this worker's environment steps
+        self.env_steps = 0  # this worker's environment steps (all its environments)
+        self.dqn_steps = 0  # DQN: steps of the environment loop (train_every counts these)
         self.iterations = 0
         self.episodes = 0
         self.reached: dict[str, Any] | None = None  # when worker 0's evaluation first met the target
@@ -406,8 +413,9 @@ class Worker:
             )
             grad = summed[:n] * w.factors[:n]
             ctl = summed[self.padded :] if info.count[-1] > 0 else torch.zeros(VALUES_PER_PACKET)
-            self._stat("agg/staleness_mean", w.staleness_mean)
-            self._stat("agg/contributors_mean", w.contributors_mean)
+            if w.missing < len(info.count):  # a call that got no chunk at all says nothing of staleness
+                self._stat("agg/staleness_mean", w.staleness_mean)
+                self._stat("agg/contributors_mean", w.contributors_mean)
             self._stat("agg/missing_chunks", w.missing)
         load_flat_gradients(self.model, grad)
         self.optimizer.step()
@@ -462,13 +470,13 @@ class Worker:
                     truncated_at.append(e)
                 self.episodes += 1
                 assert self.logger is not None
-                self.logger.scalar("episode/return", self.ep_return[e], self.env_steps + 1)
-                self.logger.scalar("episode/length", self.ep_length[e], self.env_steps + 1)
+                self.logger.scalar("episode/return", self.ep_return[e], self.env_steps + e + 1)
+                self.logger.scalar("episode/length", self.ep_length[e], self.env_steps + e + 1)
                 self.recent_returns.append(float(self.ep_return[e]))
                 self.ep_return[e], self.ep_length[e] = 0.0, 0
                 obs = np.asarray(env.reset()[0], np.float32)
             self.obs[e] = obs
-        self.env_steps += 1
+        self.env_steps += E
         return real_next, rewards, dones, truncated_at
 
     # ------------------------------------------------------------------ algorithms
@@ -561,6 +569,7 @@ class Worker:
         cfg = self.cfg
         assert self.replay is not None
         for _ in range(cfg.rollout_steps):
+            self.dqn_steps += 1
             eps = self._epsilon()
             with torch.no_grad():
                 greedy = self.model(torch.as_tensor(self.obs, device=self.device)).argmax(dim=1).cpu().numpy()
@@ -573,7 +582,7 @@ class Worker:
             for e in range(cfg.num_envs):
                 terminal = bool(dones[e]) and e not in truncated  # a time limit is not a terminal state
                 self.replay.add(before[e], int(actions[e]), float(rewards[e]), real_next[e], terminal)
-            if self.env_steps >= cfg.learning_starts and self.env_steps % cfg.train_every == 0:
+            if self.env_steps >= cfg.learning_starts and self.dqn_steps % cfg.train_every == 0:
                 o, a, r, o2, d = (
                     torch.as_tensor(x, device=self.device) for x in self.replay.sample(cfg.batch_size)
                 )
@@ -605,6 +614,7 @@ class Worker:
             "counters": {
                 "updates": self.updates,
                 "env_steps": self.env_steps,
+                "dqn_steps": self.dqn_steps,
                 "iterations": self.iterations,
                 "episodes": self.episodes,
             },
@@ -641,12 +651,12 @@ class Worker:
         dt = max(1e-9, time.perf_counter() - t0)
         step = self.env_steps
         log = self.logger
-        log.scalar("env/steps_per_s", (self.env_steps - steps_before) * self.cfg.num_envs / dt, step)
+        log.scalar("env/steps_per_s", (self.env_steps - steps_before) / dt, step)
         log.scalar("time/allreduce", split.get("allreduce", 0.0), step)
         log.scalar("time/computation", split.get("computation", 0.0), step)
         if "eval" in split:
             log.scalar("time/eval", split["eval"], step)
-        log.scalar("time/communication_share", PhaseTimer.communication_share(split), step)
+        log.scalar("time/communication_share", communication_share(split), step)
         log.scalar("train/updates", self.updates, step)
         for tag, values in self.iter_stats.items():
             log.scalar(tag, float(np.mean(values)), step)
@@ -696,7 +706,7 @@ class Worker:
                         self.reached = {
                             "updates": self.updates,
                             "env_steps_worker": self.env_steps,
-                            "env_steps_total": self.env_steps * cfg.num_envs * cfg.num_workers,
+                            "env_steps_total": self.env_steps * cfg.num_workers,
                             "wall_s": time.perf_counter() - wall0,
                             "eval_return_mean": mean,
                         }
@@ -736,11 +746,11 @@ class Worker:
             "is_truncation": cfg.is_truncation,
             "updates": self.updates,
             "iterations": self.iterations,
-            "env_steps": self.env_steps * cfg.num_envs,
+            "env_steps": self.env_steps,
             "episodes": self.episodes,
             "wall_s": wall,
             "phase_totals_s": totals,
-            "communication_share": PhaseTimer.communication_share(totals),
+            "communication_share": communication_share(totals),
             "eval_returns": eval_returns,
             "eval_return_mean": float(np.mean(eval_returns)) if eval_returns else None,
             "stop_reason": self.stop_reason,
@@ -762,8 +772,8 @@ class Worker:
         ret = f"{np.mean(recent):.1f}" if recent else "-"
         totals = self.timer.totals()
         return (
-            f"steps {self.env_steps * self.cfg.num_envs} updates {self.updates} episodes {self.episodes} "
-            f"return {ret} comm {100 * PhaseTimer.communication_share(totals):.0f}%"
+            f"steps {self.env_steps} updates {self.updates} episodes {self.episodes} "
+            f"return {ret} comm {100 * communication_share(totals):.0f}%"
         )
 
 

@@ -1,0 +1,441 @@
+"""Data-parallel workers (host_agents.worker): the algorithms' pieces against hand computations,
+local runs (logs, checkpoint, resume), one-line errors for bad configurations, the parameter
+server baseline over loopback, and workers in namespaces over the software switch (sync: all
+models identical and the switch's counter matches the allreduces; async: staleness logged).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from host_agents.agg_protocol import VALUES_PER_PACKET
+from host_agents.dp_algorithms import a2c_loss, chunk_weights, gae, is_weights, ppo_loss
+from host_agents.metrics import read_metrics
+from host_agents.param_server import ParameterServer
+
+REPO = Path(__file__).resolve().parents[1]
+PY = sys.executable
+WAIT_S = 100
+
+# ------------------------------------------------------------------------------------ units
+
+
+def test_gae_matches_a_hand_computation() -> None:
+    # gamma 0.9, lambda 0.8; step 1 ends its episode (no bootstrap through it)
+    adv, ret = gae([1, 1, 1], [0.5, 0.4, 0.3], [0, 1, 0], last_value=0.2, gamma=0.9, lam=0.8)
+    # t=2: 1 + .9*.2 - .3 = .88 ; t=1: 1 - .4 = .6 ; t=0: 1 + .9*.4 - .5 + .9*.8*.6 = 1.292
+    np.testing.assert_allclose(adv, [1.292, 0.6, 0.88], rtol=1e-6)
+    np.testing.assert_allclose(ret, [1.792, 1.0, 1.18], rtol=1e-6)
+    # two environments side by side are independent columns
+    adv2, _ = gae(
+        np.array([[1, 0], [1, 0], [1, 1]]),
+        np.array([[0.5, 0], [0.4, 0], [0.3, 0]]),
+        np.array([[0, 0], [1, 0], [0, 0]]),
+        np.array([0.2, 0.0]),
+        0.9,
+        0.8,
+    )
+    np.testing.assert_allclose(adv2[:, 0], adv, rtol=1e-6)
+    np.testing.assert_allclose(adv2[:, 1], [0.72**2, 0.72, 1.0], rtol=1e-6)
+
+
+def test_staleness_scaling_rule_on_crafted_chunk_info() -> None:
+    count = np.array([4, 3, 0, 3])
+    lo = np.array([5, 4, 0, 2])
+    hi = np.array([5, 5, 0, 5])
+    w = chunk_weights(
+        count, lo, hi, own_version=5, numel=4 * VALUES_PER_PACKET - 3, values_per_chunk=VALUES_PER_PACKET
+    )
+    per_chunk = [1 / 4, 1 / (3 * 2), 0.0, 1 / (3 * 4)]  # staleness 0, 1, missing, 3
+    expected = np.repeat(per_chunk, VALUES_PER_PACKET)[: 4 * VALUES_PER_PACKET - 3]
+    np.testing.assert_allclose(w.factors.numpy(), expected, rtol=1e-6)
+    assert w.staleness_mean == pytest.approx(4 / 3)
+    assert w.contributors_mean == pytest.approx(10 / 3)
+    assert w.missing == 1
+    off = chunk_weights(count, lo, hi, 5, 4 * VALUES_PER_PACKET, VALUES_PER_PACKET, staleness_scaling=False)
+    np.testing.assert_allclose(off.factors.numpy()[::VALUES_PER_PACKET], [1 / 4, 1 / 3, 0, 1 / 3], rtol=1e-6)
+    # the newest version known counts, not only this worker's (a lagging worker scales alike)
+    lag = chunk_weights(
+        count, lo, hi, own_version=3, numel=4 * VALUES_PER_PACKET, values_per_chunk=VALUES_PER_PACKET
+    )
+    np.testing.assert_allclose(lag.factors.numpy()[::VALUES_PER_PACKET], per_chunk, rtol=1e-6)
+    ahead = chunk_weights(
+        count, lo, hi, own_version=7, numel=4 * VALUES_PER_PACKET, values_per_chunk=VALUES_PER_PACKET
+    )
+    np.testing.assert_allclose(
+        ahead.factors.numpy()[::VALUES_PER_PACKET], [1 / 12, 1 / 12, 0, 1 / 18], rtol=1e-6
+    )
+
+
+def test_importance_weights_are_truncated() -> None:
+    logp = torch.log(torch.tensor([0.5, 0.9, 0.1]))
+    mu = torch.log(torch.tensor([0.5, 0.3, 0.4]))
+    np.testing.assert_allclose(is_weights(logp, mu, 2.0).numpy(), [1.0, 2.0, 0.25], rtol=1e-6)
+    np.testing.assert_allclose(is_weights(logp, mu, 0.0).numpy(), [1.0, 1.0, 1.0])
+
+
+class _Fixed(torch.nn.Module):
+    """A 'network' whose logits and values are parameters (one observation row per sample)."""
+
+    def __init__(self, logits: torch.Tensor) -> None:
+        super().__init__()
+        self.logits = torch.nn.Parameter(logits.clone())
+        self.v = torch.nn.Parameter(torch.zeros(logits.shape[0]))
+
+    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.logits, self.v
+
+
+def test_a2c_policy_loss_weights_samples_by_truncated_ratio() -> None:
+    logits = torch.log(torch.tensor([[0.5, 0.5], [0.9, 0.1], [0.2, 0.8]]))
+    model = _Fixed(logits)
+    actions = torch.tensor([0, 0, 1])
+    mu = torch.log(torch.tensor([0.5, 0.3, 0.4]))  # ratios 1, 3, 2
+    adv = torch.tensor([1.0, -2.0, 0.5])
+    ret = torch.zeros(3)
+    _, stats = a2c_loss(model, torch.zeros(3, 1), actions, mu, adv, ret, ent_coef=0.0, rho_bar=1.5)
+    logp = torch.log(torch.tensor([0.5, 0.9, 0.8]))
+    expected = -(torch.tensor([1.0, 1.5, 1.5]) * adv * logp).mean()
+    assert stats["policy_loss"] == pytest.approx(expected.item(), rel=1e-5)
+    _, untruncated = a2c_loss(model, torch.zeros(3, 1), actions, mu, adv, ret, ent_coef=0.0, rho_bar=0.0)
+    assert untruncated["policy_loss"] == pytest.approx(-(adv * logp).mean().item(), rel=1e-5)
+
+
+def test_ppo_truncation_bounds_the_negative_advantage_term() -> None:
+    """ratio 9 with a negative advantage: unbounded PPO keeps the 9 x A term (and its gradient);
+    with rho_bar 2 the ratio is held at 2 and the term has no gradient."""
+    model = _Fixed(torch.log(torch.tensor([[0.9, 0.1]])))
+    args = (
+        torch.zeros(1, 1),
+        torch.tensor([0]),
+        torch.log(torch.tensor([0.1])),
+        torch.tensor([-1.0]),
+        torch.zeros(1),
+    )
+    loss, stats = ppo_loss(model, *args, ent_coef=0.0, vf_coef=0.0, normalize_advantages=False)
+    assert stats["policy_loss"] == pytest.approx(9.0, rel=1e-5)
+    loss.backward()
+    assert model.logits.grad.abs().sum() > 0
+    model.logits.grad = None
+    loss, stats = ppo_loss(model, *args, ent_coef=0.0, vf_coef=0.0, rho_bar=2.0, normalize_advantages=False)
+    assert stats["policy_loss"] == pytest.approx(2.0, rel=1e-5)
+    loss.backward()
+    assert model.logits.grad.abs().sum() == 0
+
+
+# ------------------------------------------------------------------------------- processes
+
+
+def _worker(args: list[str], ns=None, **popen) -> subprocess.Popen:  # type: ignore[no-untyped-def]
+    argv = [PY, "-m", "host_agents.worker", "--no-tensorboard", "--progress-interval-s", "0", *args]
+    if ns is not None:
+        return ns.popen(argv)
+    return subprocess.Popen(
+        argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen
+    )
+
+
+def _finish(procs: list[subprocess.Popen], timeout: float = WAIT_S) -> list[str]:
+    outs = []
+    try:
+        for p in procs:
+            out, err = p.communicate(timeout=timeout)
+            assert p.returncode == 0, f"worker exited {p.returncode}: {err[-3000:]}"
+            outs.append(out)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+    return outs
+
+
+def _summary(run: Path, i: int) -> dict:
+    return json.loads((run / f"worker-{i}" / "summary.json").read_text())
+
+
+PG_TAGS = {
+    "episode/return",
+    "train/policy_loss",
+    "train/value_loss",
+    "train/entropy",
+    "env/steps_per_s",
+    "time/allreduce",
+    "time/computation",
+    "time/communication_share",
+}
+
+
+def test_local_ppo_logs_checkpoints_and_resumes(tmp_path: Path) -> None:
+    common = [
+        "--comm",
+        "local",
+        "--log-dir",
+        str(tmp_path),
+        "--run-name",
+        "loc",
+        "--rollout-steps",
+        "64",
+        "--eval-interval",
+        "2",
+        "--eval-episodes",
+        "2",
+    ]
+    _finish([_worker([*common, "--max-steps", "300"])])
+    run = tmp_path / "loc" / "worker-0"
+    metrics = read_metrics(run)
+    assert PG_TAGS <= set(metrics), f"missing tags: {PG_TAGS - set(metrics)}"
+    assert "eval/return_mean" in metrics
+    first = json.loads((run / "summary.json").read_text())
+    # 5 iterations of 64 steps reach 300; the 5th stops after its first minibatch's update
+    assert (
+        first["env_steps"] == 320 and first["updates"] == 4 * 16 + 1 and first["stop_reason"] == "max_steps"
+    )
+    assert len(first["eval_returns"]) == 2 and first["eval_return_mean"] == np.mean(first["eval_returns"])
+    assert (run / "checkpoint.pt").exists()
+    assert all(v >= 0 for v in first["phase_totals_s"].values())
+    _finish([_worker([*common, "--max-steps", "500", "--resume"])])
+    second = json.loads((run / "summary.json").read_text())
+    assert second["env_steps"] == 512 and second["updates"] > first["updates"]
+
+
+def test_local_a2c_and_dqn_train(tmp_path: Path) -> None:
+    a2c = _worker(
+        [
+            "--algo",
+            "a2c",
+            "--log-dir",
+            str(tmp_path),
+            "--run-name",
+            "a2c",
+            "--max-steps",
+            "200",
+            "--rollout-steps",
+            "20",
+            "--eval-episodes",
+            "1",
+        ]
+    )
+    dqn = _worker(
+        [
+            "--algo",
+            "dqn",
+            "--log-dir",
+            str(tmp_path),
+            "--run-name",
+            "dqn",
+            "--max-steps",
+            "300",
+            "--learning-starts",
+            "100",
+            "--rollout-steps",
+            "50",
+            "--eval-episodes",
+            "1",
+        ]
+    )
+    _finish([a2c, dqn])
+    s = _summary(tmp_path / "a2c", 0)
+    assert s["updates"] == 10 and s["algo"] == "a2c"
+    assert PG_TAGS <= set(read_metrics(tmp_path / "a2c" / "worker-0"))
+    s = _summary(tmp_path / "dqn", 0)
+    assert s["updates"] == (300 - 100) // 4 + 1  # an update at every 4th step from step 100 on
+    assert {"train/loss", "train/epsilon", "episode/return"} <= set(
+        read_metrics(tmp_path / "dqn" / "worker-0")
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "text"),
+    [
+        (["--env", "NoSuchEnv-v9"], 2, "unknown environment"),
+        (
+            ["--mode", "async", "--comm", "ps", "--num-workers", "2", "--threshold", "1"],
+            2,
+            "needs --comm switch",
+        ),
+        (["--mode", "async", "--comm", "switch", "--num-workers", "4", "--threshold", "4"], 2, "--threshold"),
+        (["--comm", "switch", "--num-workers", "4", "--threshold", "3"], 2, "--mode async"),
+        (["--algo", "dqn", "--batch-size", "100", "--buffer-size", "50"], 2, "larger than the replay"),
+        (
+            [
+                "--comm",
+                "switch",
+                "--switch",
+                "127.0.0.1:9",
+                "--bind",
+                "127.0.0.1:0",
+                "--num-workers",
+                "2",
+                "--agg-timeout-s",
+                "0.05",
+                "--agg-max-tries",
+                "3",
+                "--rollout-steps",
+                "8",
+            ],
+            1,
+            "no result for slot",
+        ),
+        (["--comm", "ps", "--ps", "127.0.0.1:1", "--num-workers", "2"], 1, "unreachable"),
+    ],
+    ids=[
+        "unknown-env",
+        "async-ps",
+        "threshold-all",
+        "threshold-sync",
+        "batch-vs-replay",
+        "no-switch",
+        "no-ps",
+    ],
+)
+def test_bad_configuration_is_one_line_and_nonzero(
+    tmp_path: Path, args: list[str], code: int, text: str
+) -> None:
+    p = _worker([*args, "--log-dir", str(tmp_path)])
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == code, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("python -m host_agents.worker: ") and text in lines[0], err
+
+
+def test_parameter_server_baseline_keeps_workers_identical(tmp_path: Path) -> None:
+    with ParameterServer("127.0.0.1", 0, 2, round_timeout_s=30) as server:
+        port = server.port
+        procs = [
+            _worker(
+                [
+                    "--comm",
+                    "ps",
+                    "--ps",
+                    f"127.0.0.1:{port}",
+                    "--num-workers",
+                    "2",
+                    "--worker",
+                    str(i),
+                    "--log-dir",
+                    str(tmp_path),
+                    "--run-name",
+                    "ps",
+                    "--max-steps",
+                    "256",
+                    "--eval-episodes",
+                    "2",
+                ]
+            )
+            for i in range(2)
+        ]
+        _finish(procs)
+        rounds = server.rounds_completed
+    s = [_summary(tmp_path / "ps", i) for i in range(2)]
+    assert s[0]["params_sha256"] == s[1]["params_sha256"]
+    assert s[0]["updates"] == s[1]["updates"] == rounds == 16 + 1
+    assert s[0]["eval_returns"] == s[1]["eval_returns"]
+    assert s[0]["episodes"] > 0 and s[1]["episodes"] > 0
+
+
+# --------------------------------------------------------------------- switch, in namespaces
+
+
+@pytest.fixture(scope="module")
+def testbed() -> Iterator:
+    from topologies.netns import netns_unavailable
+
+    if (reason := netns_unavailable()) is not None:
+        pytest.skip(reason)
+    from topologies.testbed import star
+
+    with star(3) as tb:
+        yield tb
+
+
+def _switch_workers(
+    tb, tmp: Path, run: str, job: int, extra: list[str], slowdown: dict[int, float] | None = None
+):  # type: ignore[no-untyped-def]
+    from topologies.testbed import switch_ip
+
+    procs = []
+    for w in tb.workers:
+        args = [
+            "--comm",
+            "switch",
+            "--switch",
+            switch_ip(0),
+            "--bind",
+            f"{w.ip}:40000",
+            "--job",
+            str(job),
+            "--slots",
+            "32",
+            "--worker",
+            str(w.worker_id),
+            "--num-workers",
+            str(len(tb.workers)),
+            "--log-dir",
+            str(tmp),
+            "--run-name",
+            run,
+            "--eval-episodes",
+            "2",
+            "--agg-timeout-s",
+            "0.1",
+            "--agg-max-tries",
+            "100",
+            *extra,
+        ]
+        if slowdown and w.worker_id in slowdown:
+            args += ["--slowdown-s", str(slowdown[w.worker_id])]
+        procs.append(_worker(args, ns=w.host.ns))
+    return procs
+
+
+@pytest.mark.netns
+@pytest.mark.slow
+@pytest.mark.timeout(200)
+def test_sync_switch_workers_stay_identical_and_counters_match(testbed, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    testbed.install_job(1, slot_base=0, num_slots=32)
+    _finish(
+        _switch_workers(
+            testbed, tmp_path, "sync", 1, ["--max-steps", "256", "--checkpoint-interval-s", "0.5"]
+        )
+    )
+    counters = testbed.root.controller.jobs.counters(1)
+    s = [_summary(tmp_path / "sync", i) for i in range(3)]
+    assert len({x["params_sha256"] for x in s}) == 1, "synchronous workers ended with different models"
+    assert len({x["updates"] for x in s}) == 1 and s[0]["updates"] == 17
+    assert len({tuple(x["eval_returns"]) for x in s}) == 1
+    chunks = s[0]["packets_per_allreduce"]
+    per_call = chunks + min(32, chunks)  # value packets + one header-only bootstrap round per slot
+    assert counters["aggregated"] == 3 * s[0]["updates"] * per_call
+    for i, x in enumerate(s):
+        assert x["comm_counters"]["allreduce_calls"] == x["updates"]
+        assert x["phase_totals_s"]["allreduce"] > 0 and 0 < x["communication_share"] < 1
+        metrics = read_metrics(tmp_path / "sync" / f"worker-{i}")
+        assert PG_TAGS <= set(metrics)
+        assert (tmp_path / "sync" / f"worker-{i}" / "checkpoint.pt").exists()
+
+
+@pytest.mark.netns
+@pytest.mark.slow
+@pytest.mark.timeout(200)
+def test_async_switch_workers_log_staleness_and_all_finish(testbed, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Threshold 2 of 3 with worker 2 a straggler: every worker ends (no hang), the chunks hold 2
+    contributions on average, and staleness is logged."""
+    testbed.install_job(2, slot_base=64, num_slots=32, threshold=2)
+    extra = ["--mode", "async", "--threshold", "2", "--max-steps", "256", "--is-truncation", "2"]
+    _finish(_switch_workers(testbed, tmp_path, "async", 2, extra, slowdown={2: 0.3}))
+    s = [_summary(tmp_path / "async", i) for i in range(3)]
+    for i, x in enumerate(s):
+        assert x["mode"] == "async" and x["updates"] > 0 and x["stop_reason"]
+        metrics = read_metrics(tmp_path / "async" / f"worker-{i}")
+        assert "agg/staleness_mean" in metrics and "agg/contributors_mean" in metrics
+        contributors = [v for _, v in metrics["agg/contributors_mean"]]
+        assert all(2 - 1e-9 <= c <= 3 for c in contributors), contributors
