@@ -85,7 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--hidden", type=int, default=128, help="MLP width (default: %(default)s)")
     p.add_argument("--n-step", type=int, default=3, help="(default: %(default)s)")
     p.add_argument("--target-update-interval", type=int, default=250, help="(default: %(default)s)")
-    p.add_argument("--publish-interval", type=int, default=20, help="(default: %(default)s)")
+    p.add_argument("--publish-interval", type=int, default=None, help="(default: 20 CartPole, 100 Atari)")
     p.add_argument("--learning-starts", type=int, default=None, help="(default: 1000 CartPole, 2000 Atari)")
     p.add_argument(
         "--eval-interval", type=int, default=500, help="updates between evaluations (default: %(default)s)"
@@ -124,6 +124,7 @@ def _defaults(args: argparse.Namespace) -> None:
         "lr": (5e-4, 1e-4),
         "learning_starts": (1000, 2000),
         "actor_steps_per_s": (250.0, 0.0),
+        "publish_interval": (20, 100),  # an Atari network is 13 MB a publication
     }
     for name, (flat, image) in pick.items():
         if getattr(args, name) is None:

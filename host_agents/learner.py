@@ -186,6 +186,13 @@ def run_learner(cfg: LearnerConfig, replay: ReplayConfig) -> dict:
     start_updates = updates
 
     client = make_replay_client(replay)
+    try:
+        # unreachable server or a table that does not match: fail before the run directory,
+        # its checkpoint or the published parameters are touched
+        status = replay_status(client, replay)
+    except BaseException:
+        client.close()
+        raise
     store = ParamStore(client)
     timer = PhaseTimer()
     progress = Progress(ROLE, cfg.progress_interval_s)
@@ -218,10 +225,8 @@ def run_learner(cfg: LearnerConfig, replay: ReplayConfig) -> dict:
         )
 
     reason = "max_steps"
-    status = {"size": 0, "inserts": 0}
     last_table_size = 0
     try:
-        status = replay_status(client, replay)  # ConfigError when the table does not match, before publishing
         publish()  # actors act with the learner's network from their first pull
         # --- wait for learning_starts (bounded by the time budget and by signals)
         while True:
