@@ -12,7 +12,9 @@ adapted to what the switch tells a worker**, not a copy of its code:
 *Staleness-aware scaling.* The switch returns, per chunk of 32 values, the sum ``S_c`` of the
 ``n_c`` worker gradients it holds and the oldest and newest model version among them
 (``version_lo``, ``version_hi``); it cannot say which contributor had which version. A worker's
-model version is the number of updates it has applied. Let ``V`` be the newest version this
+model version is the job-wide call number of the last aggregated update it applied (a worker
+that fell behind and skipped calls carries an older version; in synchronous jobs it is simply
+the number of updates). Let ``V`` be the newest version this
 worker knows of after the call: ``max(own version, max_c version_hi_c)``. The staleness of
 chunk ``c`` is ``s_c = V - version_lo_c`` (the oldest contributor's lag, a conservative bound
 for every contributor), and the worker applies::

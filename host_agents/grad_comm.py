@@ -98,6 +98,17 @@ class SwitchComm(GradComm):
         self.calls += 1
         return out, self.client.last_info
 
+    def call_index(self, numel: int) -> int:
+        """Asynchronous jobs: the job-wide call number the last result of a ``numel``-element
+        tensor belongs to. Every call runs ceil(chunks / slots) rounds on each slot, and a slot
+        that fell behind (STALE) skips ahead to a later call, so the furthest slot's round
+        count names the call. This is the model version a worker reaches by applying it: a
+        worker that skipped calls is that many updates behind the others."""
+        chunks = max(1, -(-numel // VALUES_PER_PACKET))
+        active = self.client.slots[: min(self.client.num_slots, chunks)]
+        rounds_per_call = -(-chunks // self.client.num_slots)
+        return max(slot.round for slot in active) // rounds_per_call
+
     def counters(self) -> dict[str, float]:
         t = self.client.totals
         return {

@@ -331,7 +331,8 @@ class Worker:
         self.num_params = sum(p.numel() for p in self.model.parameters())
         self.padded = -(-self.num_params // VALUES_PER_PACKET) * VALUES_PER_PACKET
         # counters (restored on --resume)
-        self.updates = 0  # optimizer steps = allreduce calls = this worker's model version
+        self.updates = 0  # optimizer steps = allreduce calls of this worker
+        self.version = 0  # model version sent with each gradient: updates (sync), job-wide call (async)
         self.env_steps = 0  # this worker's environment steps (all its environments)
         self.dqn_steps = 0  # DQN: steps of the environment loop (train_every counts these)
         self.iterations = 0
@@ -390,11 +391,15 @@ class Worker:
         payload[self.padded :] = self._control_chunk()
         try:
             with self.timer.phase("allreduce"):
-                summed, info = self.comm.allreduce(payload, self.updates)
-        except AggregationTimeout:
-            if cfg.asynchronous and (self.own_done or self.known_done.any() or self.stop_all):
-                # peers left (or this worker's last rounds have nobody to complete them)
+                summed, info = self.comm.allreduce(payload, self.version)
+        except AggregationTimeout as e:
+            if cfg.asynchronous and self.updates > 0:
+                # After a STALE a worker's slots run ahead of its own call count, so its last calls
+                # can name rounds its peers, already gone, never send (it may also have skipped the
+                # call that carried their done flags). Once the job has worked, a round nobody
+                # completes means the peers left: end cleanly, not with an error.
                 self.stop_reason = self.stop_reason or "peers_left"
+                print(f"{self.role}: no result after the peers stopped ({e}); ending", file=sys.stderr)
                 raise _StopTraining from None
             raise
         n = self.num_params
@@ -406,7 +411,7 @@ class Worker:
                 info.count,
                 info.version_lo,
                 info.version_hi,
-                self.updates,
+                self.version,
                 self.padded + VALUES_PER_PACKET,
                 VALUES_PER_PACKET,
                 cfg.staleness_scaling,
@@ -420,6 +425,11 @@ class Worker:
         load_flat_gradients(self.model, grad)
         self.optimizer.step()
         self.updates += 1
+        if cfg.asynchronous and isinstance(self.comm, SwitchComm):
+            # the job-wide call this update belongs to: skipped calls make this worker's model older
+            self.version = self.comm.call_index(payload.numel())
+        else:
+            self.version = self.updates
         # control decisions
         self.known_done |= ctl[: cfg.num_workers].numpy() > 0.5
         self.ckpt_requested |= bool(ctl[cfg.num_workers] > 0.5)
@@ -613,6 +623,7 @@ class Worker:
             "optimizer": self.optimizer.state_dict(),
             "counters": {
                 "updates": self.updates,
+                "version": self.version,
                 "env_steps": self.env_steps,
                 "dqn_steps": self.dqn_steps,
                 "iterations": self.iterations,
