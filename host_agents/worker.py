@@ -23,8 +23,9 @@ chunk of control values that travel with it, so that decisions need no extra rou
 
 Synchronous jobs stop after the first call whose result holds any flag: all workers at the
 same update. Asynchronous workers stop after their own flagged call, after a stop-all (one more
-call, flagged), or when fewer than k workers remain; a worker whose last round cannot complete
-because its peers left ends cleanly after a short timeout instead of hanging.
+call, flagged), or when fewer than k workers remain. A late contribution is not in the result,
+so worker 0 keeps training with the stop-all flag until a result echoes it. A worker whose last
+round cannot complete because its peers left ends cleanly after a timeout instead of hanging.
 
 Logs: ``<log-dir>/<run-name>/worker-<i>`` (TensorBoard + metrics.jsonl, checkpoint.pt,
 summary.json). Resuming an in-switch job needs the job reset (round counters restart).
@@ -341,7 +342,8 @@ class Worker:
         # control state
         self.known_done = np.zeros(cfg.num_workers, bool)
         self.own_done = False
-        self.stop_all = False
+        self.stop_all = False  # worker 0 reached the target (or this worker heard of it)
+        self.stop_all_seen = False  # a result held the stop-all flag: the others have it too
         self.stop_reason = ""
         self.ckpt_requested = False
         self._stop_after_call = False
@@ -366,7 +368,7 @@ class Worker:
         ctl = torch.zeros(VALUES_PER_PACKET)
         if not self.own_done:
             reason = self._want_done()
-            if reason or (self.stop_all and cfg.asynchronous):
+            if reason or (self.stop_all_seen and cfg.asynchronous):
                 self.own_done = True
                 self.stop_reason = self.stop_reason or reason or "target_return"
         done = self.known_done.copy()
@@ -440,6 +442,7 @@ class Worker:
                 raise _StopTraining
             return
         self.stop_all |= saw_stop_all
+        self.stop_all_seen |= saw_stop_all
         done = self.known_done.copy()
         done[cfg.worker] |= self.own_done
         active = cfg.num_workers - int(done.sum())

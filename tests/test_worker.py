@@ -433,9 +433,16 @@ def test_async_switch_workers_log_staleness_and_all_finish(testbed, tmp_path: Pa
     extra = ["--mode", "async", "--threshold", "2", "--max-steps", "256", "--is-truncation", "2"]
     _finish(_switch_workers(testbed, tmp_path, "async", 2, extra, slowdown={2: 0.3}))
     s = [_summary(tmp_path / "async", i) for i in range(3)]
+    logged = 0
     for i, x in enumerate(s):
         assert x["mode"] == "async" and x["updates"] > 0 and x["stop_reason"]
         metrics = read_metrics(tmp_path / "async" / f"worker-{i}")
-        assert "agg/staleness_mean" in metrics and "agg/contributors_mean" in metrics
-        contributors = [v for _, v in metrics["agg/contributors_mean"]]
-        assert all(2 - 1e-9 <= c <= 3 for c in contributors), contributors
+        assert "agg/missing_chunks" in metrics
+        # on a loaded machine one worker may fall behind on every call (all chunks missing:
+        # nothing to say about staleness); at least the threshold's worth of workers got results
+        if "agg/staleness_mean" in metrics:
+            logged += 1
+            contributors = [v for _, v in metrics["agg/contributors_mean"]]
+            assert all(2 - 1e-9 <= c <= 3 for c in contributors), contributors
+            assert all(v >= 0 for _, v in metrics["agg/staleness_mean"])
+    assert logged >= 2
