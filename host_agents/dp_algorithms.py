@@ -9,23 +9,39 @@
 Asynchronous training follows Stellaris (Yu et al., SC'24). **This is our reading of the paper,
 adapted to what the switch tells a worker**, not a copy of its code:
 
-*Staleness-aware scaling.* The switch returns, per chunk of 32 values, the sum ``S_c`` of the
+*Staleness-aware scaling.* The switch returns, per chunk of values, the sum ``S_c`` of the
 ``n_c`` worker gradients it holds and the oldest and newest model version among them
 (``version_lo``, ``version_hi``); it cannot say which contributor had which version. A worker's
 model version is the job-wide call number of the last aggregated update it applied (a worker
 that fell behind and skipped calls carries an older version; in synchronous jobs it is simply
-the number of updates). Let ``V`` be the newest version this
-worker knows of after the call: ``max(own version, max_c version_hi_c)``. The staleness of
-chunk ``c`` is ``s_c = V - version_lo_c`` (the oldest contributor's lag, a conservative bound
-for every contributor), and the worker applies::
+the number of updates). Let ``V`` be the newest version this worker knows of after the call:
+``max(own version, max_c version_hi_c)``. The staleness of chunk ``c`` is the lag of its
+contributors' mid version::
 
-    g_c = S_c / (n_c * (1 + s_c))          # staleness scaling on
-    g_c = S_c / n_c                         # staleness scaling off
-    g_c = 0                                 # n_c = 0: the chunk missed this worker
+    s_c = max(0, V - (version_lo_c + version_hi_c) / 2)
 
-instead of a flat ``S / N``. Every worker that received a chunk sees the same ``S_c``, ``n_c``
-and versions, so workers that heard of the same newest version apply the same update. In a
-synchronous job ``n_c = N`` and all versions are equal, so the rule is the plain mean.
+(with ``version_lo`` alone, one old contributor would mark the whole chunk as old as itself).
+Stellaris' point is to down-weight the gradients that are staler than the others, not to
+shrink every step: a rule ``1 / (1 + s_c)`` cuts the step size of every update by the job's
+typical lag (and the first version of this module, which did that with the oldest contributor,
+learned more slowly than no scaling at all). So the weight is relative to a reference
+staleness ``s_ref``, the typical staleness of this job, and never above 1::
+
+    w_c = min(1, (1 + s_ref) / (1 + s_c))    # staleness scaling on
+    w_c = 1                                   # staleness scaling off
+    g_c = w_c * S_c / n_c                     # n_c > 0
+    g_c = 0                                   # n_c = 0: the chunk missed this worker
+
+A chunk as stale as usual or fresher keeps the full mean ``S_c / n_c``; one twice as stale
+(in ``1 + s``) as the reference gets half of it. ``s_ref`` is a running average
+(``StalenessReference``: exponential, decay 0.9 per call, started at the first call's value) of
+the mean ``s_c`` over the chunks a worker received in each call, taken *before* the call's own
+staleness is folded in, so an unusually stale call is weighed against the history. Every
+worker that received a chunk sees the same ``S_c``, ``n_c`` and versions; their references are
+averages of (mostly) the same values, so workers apply (nearly) the same update, and the
+worker's periodic parameter resynchronisation (``--resync-interval``) removes what drift is
+left. In a synchronous job ``n_c = N`` and all versions are equal (``s_c = 0``, ``w_c = 1``),
+so the rule is the plain mean; the synchronous worker does not even compute it.
 
 *Importance-sampling truncation.* Each sample keeps the log-probability ``log mu(a|s)`` of the
 policy that collected it. The policy-gradient term weights it by the truncated ratio
@@ -45,7 +61,10 @@ import torch.nn.functional as F
 from torch import nn
 
 __all__ = [
+    "PARAM_VERSION_FLAG",
     "ChunkWeights",
+    "StalenessReference",
+    "chunk_kinds",
     "a2c_loss",
     "chunk_weights",
     "dqn_loss",
@@ -178,6 +197,24 @@ def dqn_loss(
     return loss, {"loss": loss.item(), "q_mean": q.mean().item()}
 
 
+PARAM_VERSION_FLAG = 1 << 31
+"""Set in the version a worker sends with a parameter-resynchronisation call (not a gradient)."""
+
+
+def chunk_kinds(
+    count: np.ndarray, version_lo: np.ndarray, version_hi: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(gradient chunks, parameter chunks) of a result, as boolean masks: a chunk whose every
+    contributor sent parameters has ``PARAM_VERSION_FLAG`` in both ``version_lo`` and
+    ``version_hi`` (the switch keeps the unsigned min and max), a gradient chunk in neither;
+    a chunk that mixes both kinds (``lo`` without the flag, ``hi`` with it) and a missing chunk
+    are in neither mask."""
+    got = np.asarray(count) > 0
+    lo_param = np.asarray(version_lo, np.int64) >= PARAM_VERSION_FLAG
+    hi_param = np.asarray(version_hi, np.int64) >= PARAM_VERSION_FLAG
+    return got & ~hi_param, got & lo_param
+
+
 @dataclass
 class ChunkWeights:
     """Per-element factors for an aggregated gradient, and what they were made of."""
@@ -186,6 +223,22 @@ class ChunkWeights:
     staleness_mean: float  # mean s_c over the chunks received
     contributors_mean: float  # mean n_c over the chunks received
     missing: int  # chunks with n_c = 0
+    weight_mean: float = 1.0  # mean staleness weight w_c over the chunks received
+
+
+class StalenessReference:
+    """The running reference staleness ``s_ref`` of the module docstring: an exponential average
+    (``decay`` per call) of each call's mean chunk staleness, started at the first value."""
+
+    def __init__(self, decay: float = 0.9) -> None:
+        self.decay = decay
+        self.value: float | None = None
+
+    def update(self, staleness_mean: float) -> None:
+        if self.value is None:
+            self.value = float(staleness_mean)
+        else:
+            self.value = self.decay * self.value + (1.0 - self.decay) * float(staleness_mean)
 
 
 def chunk_weights(
@@ -196,26 +249,33 @@ def chunk_weights(
     numel: int,
     values_per_chunk: int,
     staleness_scaling: bool = True,
+    reference: float | None = None,
 ) -> ChunkWeights:
-    """The factors ``1 / (n_c * (1 + s_c))`` (or ``1 / n_c`` without staleness scaling) of the
-    module docstring, expanded to ``numel`` elements (chunk c covers elements
-    ``c * values_per_chunk`` onwards)."""
+    """The factors ``w_c / n_c`` of the module docstring (``1 / n_c`` without staleness
+    scaling), expanded to ``numel`` elements (chunk c covers elements ``c * values_per_chunk``
+    onwards). ``reference`` is ``s_ref``; None (no history yet) takes this call's own mean
+    staleness."""
     count = np.asarray(count, np.int64)
     lo = np.asarray(version_lo, np.int64)
     hi = np.asarray(version_hi, np.int64)
     got = count > 0
+    n_got = int(got.sum())
     newest = max(int(own_version), int(hi[got].max(initial=own_version)))
-    staleness = np.where(got, np.maximum(0, newest - lo), 0)
+    staleness = np.where(got, np.maximum(0.0, newest - (lo + hi) / 2.0), 0.0)
+    staleness_mean = float(staleness[got].mean()) if n_got else 0.0
+    weight = np.ones(count.shape, np.float64)
+    if staleness_scaling:
+        s_ref = staleness_mean if reference is None else float(reference)
+        weight = np.minimum(1.0, (1.0 + s_ref) / (1.0 + staleness))
     per_chunk = np.zeros(count.shape, np.float64)
-    denom = count.astype(np.float64) * ((1.0 + staleness) if staleness_scaling else 1.0)
-    per_chunk[got] = 1.0 / denom[got]
+    per_chunk[got] = weight[got] / count[got]
     factors = np.repeat(per_chunk, values_per_chunk)[:numel]
     if factors.size < numel:
         raise ValueError(f"{count.size} chunks of {values_per_chunk} cannot cover {numel} elements")
-    n_got = int(got.sum())
     return ChunkWeights(
         torch.from_numpy(factors.astype(np.float32)),
-        float(staleness[got].mean()) if n_got else 0.0,
+        staleness_mean,
         float(count[got].mean()) if n_got else 0.0,
         int(count.size - n_got),
+        float(weight[got].mean()) if n_got else 1.0,
     )

@@ -12,6 +12,21 @@ holds the first k gradients to reach the switch; a late worker gets the result w
 contribution. Staleness-aware scaling and importance-sampling truncation follow Stellaris as
 described in ``host_agents.dp_algorithms``.
 
+Parameter resynchronisation (async, ``--resync-interval`` K, default 16): a chunk a worker
+missed is never made up, so the workers' models drift apart. After the gradient call whose
+job-wide call number ``v`` (the worker's model version) has ``(v + 1) % K == 0``, a worker makes
+one extra call that carries its parameters (times ``PARAM_SEND_SCALE`` = 1/16, so that the
+fixed-point bound admits them) instead of a gradient, its version sent with
+``PARAM_VERSION_FLAG`` (bit 31) set. Every worker that follows the job's calls makes that call
+at the same job-wide call number. Each chunk of any result is read by its kind
+(``dp_algorithms.chunk_kinds``): parameter chunks (flag in version_lo and version_hi) are
+averaged, ``S_c / n_c``, and replace this worker's values there (a missing chunk keeps its own);
+gradient chunks (flag in neither) go through the optimizer as usual, whichever kind this worker
+sent; a chunk that mixes both kinds (a worker that disagreed on the call) is dropped like a
+missing one. Logged: ``agg/param_divergence`` (the relative L2 distance of this worker's
+parameters to the average it adopts, over the chunks received), ``agg/mixed_chunks``; summary:
+``resyncs``.
+
 Control chunk: the allreduced tensor is the flat gradient padded to whole chunks plus one
 chunk of control values that travel with it, so that decisions need no extra round trip:
 
@@ -48,7 +63,16 @@ import torch
 from host_agents.agg_client import AggregationTimeout
 from host_agents.agg_protocol import MAX_WORKERS, VALUES_PER_PACKET
 from host_agents.cli import ConfigError, add_config_args, config_from_args, run_main
-from host_agents.dp_algorithms import a2c_loss, chunk_weights, dqn_loss, gae, ppo_loss
+from host_agents.dp_algorithms import (
+    PARAM_VERSION_FLAG,
+    StalenessReference,
+    a2c_loss,
+    chunk_kinds,
+    chunk_weights,
+    dqn_loss,
+    gae,
+    ppo_loss,
+)
 from host_agents.envs import env_info, make_env
 from host_agents.grad_comm import GlooComm, GradComm, LocalComm, PSComm, SwitchComm
 from host_agents.metrics import PhaseTimer, Progress, RunLogger, load_checkpoint, save_checkpoint
@@ -58,6 +82,7 @@ from host_agents.networks import (
     flat_gradients,
     flat_params,
     load_flat_gradients,
+    load_flat_params,
     select_device,
 )
 from host_agents.run_config import RunConfig, evaluate, seed_everything
@@ -69,6 +94,9 @@ ALGOS = ("ppo", "a2c", "dqn")
 COMMS = ("switch", "ps", "gloo", "local")
 MODES = ("sync", "async")
 DEFAULT_LR = {"ppo": 2.5e-4, "a2c": 7e-4, "dqn": 5e-4}
+# Parameters travel scaled by this in a resynchronisation call, so that the fixed-point bound
+# 2**fixed_exponent (2 by default) admits parameters up to 2**(fixed_exponent + 4) (32).
+PARAM_SEND_SCALE = 2.0**-4
 
 
 @dataclass
@@ -158,6 +186,10 @@ class WorkerConfig(RunConfig):
     """DQN: fraction of --max-steps over which epsilon decays linearly"""
     staleness_scaling: bool = True
     """async: scale each chunk by 1/(contributors x (1 + staleness)) instead of 1/contributors"""
+    resync_interval: int = 16
+    """async: every this many job-wide allreduce calls the workers average their parameters
+    through the switch (one extra call; a worker missing a chunk keeps its own values there); 0:
+    never (the workers' models drift apart by the chunks each one missed)"""
     is_truncation: float = 0.0
     """importance-sampling truncation rho-bar for the policy-gradient loss (0: off)"""
     target_return: float = 0.0
@@ -218,6 +250,8 @@ class WorkerConfig(RunConfig):
             raise ConfigError(
                 f"--batch-size {self.batch_size} is larger than the replay (--buffer-size {self.buffer_size})"
             )
+        if self.resync_interval < 0:
+            raise ConfigError(f"--resync-interval must be >= 0, got {self.resync_interval}")
         if self.lr < 0 or self.agg_timeout_s <= 0 or self.comm_timeout_s <= 0 or self.slowdown_s < 0:
             raise ConfigError("--lr, --slowdown-s must be >= 0 and the timeouts > 0")
         if self.lr == 0:
@@ -333,6 +367,8 @@ class Worker:
         self.padded = -(-self.num_params // VALUES_PER_PACKET) * VALUES_PER_PACKET
         # counters (restored on --resume)
         self.updates = 0  # optimizer steps = allreduce calls of this worker
+        self.resyncs = 0  # async: parameter resynchronisation calls of this worker
+        self.staleness_ref = StalenessReference()  # async: running reference staleness s_ref
         self.version = 0  # model version sent with each gradient: updates (sync), job-wide call (async)
         self.env_steps = 0  # this worker's environment steps (all its environments)
         self.dqn_steps = 0  # DQN: steps of the environment loop (train_every counts these)
@@ -382,18 +418,29 @@ class Worker:
 
     def apply_gradient(self) -> None:
         """Allreduce this worker's gradient (in ``.grad``), apply the average, and take the
-        control decisions it carries. Raises _StopTraining when the job stops after this call."""
+        control decisions it carries. Raises _StopTraining when the job stops after this call.
+        Asynchronous workers in step with the job then resynchronise their parameters every
+        ``--resync-interval`` job-wide calls (see the module docstring)."""
         cfg = self.cfg
-        assert self.comm is not None
         if cfg.max_grad_norm > 0:
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.max_grad_norm)
-        flat = flat_gradients(self.model)
+        self._exchange(flat_gradients(self.model), params=False)
+        if cfg.asynchronous and cfg.resync_interval and (self.version + 1) % cfg.resync_interval == 0:
+            self._exchange(torch.from_numpy(flat_params(self.model)) * PARAM_SEND_SCALE, params=True)
+
+    def _exchange(self, values: torch.Tensor, params: bool) -> None:
+        """One allreduce call of ``values`` (a gradient, or with ``params`` the scaled parameters
+        of a resynchronisation) and the control chunk; applies what the result holds: gradient
+        chunks through the optimizer, parameter chunks averaged into the model."""
+        cfg = self.cfg
+        assert self.comm is not None
         payload = torch.zeros(self.padded + VALUES_PER_PACKET)
-        payload[: self.num_params] = flat
+        payload[: self.num_params] = values
         payload[self.padded :] = self._control_chunk()
+        version = self.version | PARAM_VERSION_FLAG if params else self.version
         try:
             with self.timer.phase("allreduce"):
-                summed, info = self.comm.allreduce(payload, self.version)
+                summed, info = self.comm.allreduce(payload, version)
         except AggregationTimeout as e:
             if cfg.asynchronous and self.updates > 0:
                 # After a STALE a worker's slots run ahead of its own call count, so its last calls
@@ -405,34 +452,70 @@ class Worker:
                 raise _StopTraining from None
             raise
         n = self.num_params
+        param_avg: torch.Tensor | None = None
         if info is None or not cfg.asynchronous:
-            grad = summed[:n] / cfg.num_workers
+            grad: torch.Tensor | None = summed[:n] / cfg.num_workers
             ctl = summed[self.padded :]
         else:
-            w = chunk_weights(
-                info.count,
-                info.version_lo,
-                info.version_hi,
-                self.version,
-                self.padded + VALUES_PER_PACKET,
-                VALUES_PER_PACKET,
-                cfg.staleness_scaling,
-            )
-            grad = summed[:n] * w.factors[:n]
-            ctl = summed[self.padded :] if info.count[-1] > 0 else torch.zeros(VALUES_PER_PACKET)
-            if w.missing < len(info.count):  # a call that got no chunk at all says nothing of staleness
+            grad_chunks, param_chunks = chunk_kinds(info.count, info.version_lo, info.version_hi)
+            grad_chunks[-1] = param_chunks[-1] = False  # the control chunk is neither
+            total = self.padded + VALUES_PER_PACKET
+            grad = None
+            if grad_chunks.any():
+                lo = np.where(grad_chunks, info.version_lo, 0)
+                hi = np.where(grad_chunks, info.version_hi, 0)
+                w = chunk_weights(
+                    np.where(grad_chunks, info.count, 0),
+                    lo,
+                    hi,
+                    self.version,
+                    total,
+                    VALUES_PER_PACKET,
+                    cfg.staleness_scaling,
+                    self.staleness_ref.value,
+                )
+                grad = summed[:n] * w.factors[:n]
+                self.staleness_ref.update(w.staleness_mean)
                 self._stat("agg/staleness_mean", w.staleness_mean)
+                self._stat("agg/staleness_ref", self.staleness_ref.value or 0.0)
+                self._stat("agg/staleness_weight_mean", w.weight_mean)
                 self._stat("agg/contributors_mean", w.contributors_mean)
-            self._stat("agg/missing_chunks", w.missing)
-        load_flat_gradients(self.model, grad)
-        self.optimizer.step()
-        self.updates += 1
+            if param_chunks.any():
+                per_chunk = np.where(param_chunks, 1.0 / np.maximum(info.count, 1), 0.0)
+                keep = torch.from_numpy(np.repeat(param_chunks, VALUES_PER_PACKET)[:n])
+                factors = torch.from_numpy(np.repeat(per_chunk, VALUES_PER_PACKET)[:n].astype(np.float32))
+                param_avg = torch.where(keep, summed[:n] * factors / PARAM_SEND_SCALE, torch.nan)
+            missing = int((info.count == 0).sum())
+            mixed = int(((info.count > 0) & ~grad_chunks & ~param_chunks).sum()) - int(info.count[-1] > 0)
+            if grad is not None or not params:
+                self._stat("agg/missing_chunks", missing)
+            if mixed:
+                self._stat("agg/mixed_chunks", mixed)
+            ctl = summed[self.padded :] if info.count[-1] > 0 else torch.zeros(VALUES_PER_PACKET)
+        if grad is not None:
+            load_flat_gradients(self.model, grad)
+            self.optimizer.step()
+        if param_avg is not None:
+            own = torch.from_numpy(flat_params(self.model).copy())
+            received = ~torch.isnan(param_avg)
+            diff = own[received] - param_avg[received]
+            self._stat("agg/param_divergence", float(diff.norm() / max(1e-12, float(own[received].norm()))))
+            self._stat("agg/param_chunks_received", int(received.sum()) / VALUES_PER_PACKET)
+            load_flat_params(self.model, torch.where(received, param_avg, own).numpy())
+        if params:
+            self.resyncs += 1
+        else:
+            self.updates += 1
         if cfg.asynchronous and isinstance(self.comm, SwitchComm):
             # the job-wide call this update belongs to: skipped calls make this worker's model older
             self.version = self.comm.call_index(payload.numel())
         else:
             self.version = self.updates
-        # control decisions
+        self._control(ctl)
+
+    def _control(self, ctl: torch.Tensor) -> None:
+        """The control decisions a result's control chunk carries (may raise _StopTraining)."""
+        cfg = self.cfg
         self.known_done |= ctl[: cfg.num_workers].numpy() > 0.5
         self.ckpt_requested |= bool(ctl[cfg.num_workers] > 0.5)
         saw_stop_all = bool(ctl[cfg.num_workers + 1] > 0.5)
@@ -626,6 +709,7 @@ class Worker:
             "optimizer": self.optimizer.state_dict(),
             "counters": {
                 "updates": self.updates,
+                "resyncs": self.resyncs,
                 "version": self.version,
                 "env_steps": self.env_steps,
                 "dqn_steps": self.dqn_steps,
@@ -759,6 +843,7 @@ class Worker:
             "staleness_scaling": cfg.staleness_scaling,
             "is_truncation": cfg.is_truncation,
             "updates": self.updates,
+            "resyncs": self.resyncs,
             "iterations": self.iterations,
             "env_steps": self.env_steps,
             "episodes": self.episodes,

@@ -17,7 +17,16 @@ import pytest
 import torch
 
 from host_agents.agg_protocol import VALUES_PER_PACKET
-from host_agents.dp_algorithms import a2c_loss, chunk_weights, gae, is_weights, ppo_loss
+from host_agents.dp_algorithms import (
+    PARAM_VERSION_FLAG,
+    StalenessReference,
+    a2c_loss,
+    chunk_kinds,
+    chunk_weights,
+    gae,
+    is_weights,
+    ppo_loss,
+)
 from host_agents.metrics import read_metrics
 from host_agents.param_server import ParameterServer
 
@@ -48,31 +57,70 @@ def test_gae_matches_a_hand_computation() -> None:
 
 
 def test_staleness_scaling_rule_on_crafted_chunk_info() -> None:
+    """w_c = min(1, (1 + s_ref) / (1 + s_c)) with s_c = V - (lo + hi) / 2, factors w_c / n_c."""
     count = np.array([4, 3, 0, 3])
     lo = np.array([5, 4, 0, 2])
     hi = np.array([5, 5, 0, 5])
+    numel = 4 * VALUES_PER_PACKET - 3
+    # V = 5; staleness 0, 0.5, missing, 1.5; reference 0.5: weights 1 (capped), 1, -, 1.5 / 2.5
     w = chunk_weights(
-        count, lo, hi, own_version=5, numel=4 * VALUES_PER_PACKET - 3, values_per_chunk=VALUES_PER_PACKET
+        count, lo, hi, own_version=5, numel=numel, values_per_chunk=VALUES_PER_PACKET, reference=0.5
     )
-    per_chunk = [1 / 4, 1 / (3 * 2), 0.0, 1 / (3 * 4)]  # staleness 0, 1, missing, 3
-    expected = np.repeat(per_chunk, VALUES_PER_PACKET)[: 4 * VALUES_PER_PACKET - 3]
+    per_chunk = [1 / 4, 1 / 3, 0.0, 0.6 / 3]
+    expected = np.repeat(per_chunk, VALUES_PER_PACKET)[:numel]
     np.testing.assert_allclose(w.factors.numpy(), expected, rtol=1e-6)
-    assert w.staleness_mean == pytest.approx(4 / 3)
+    assert w.staleness_mean == pytest.approx(2 / 3)
     assert w.contributors_mean == pytest.approx(10 / 3)
     assert w.missing == 1
-    off = chunk_weights(count, lo, hi, 5, 4 * VALUES_PER_PACKET, VALUES_PER_PACKET, staleness_scaling=False)
+    assert w.weight_mean == pytest.approx((1 + 1 + 0.6) / 3)
+    # no history: the call's own mean staleness (2/3) is the reference
+    own = chunk_weights(count, lo, hi, 5, numel, VALUES_PER_PACKET)
+    np.testing.assert_allclose(
+        own.factors.numpy()[::VALUES_PER_PACKET], [1 / 4, 1 / 3, 0, (5 / 3) / 2.5 / 3], rtol=1e-6
+    )
+    # reference 0: every stale chunk is down-weighted; never amplified above the plain mean
+    zero = chunk_weights(count, lo, hi, 5, numel, VALUES_PER_PACKET, reference=0.0)
+    np.testing.assert_allclose(
+        zero.factors.numpy()[::VALUES_PER_PACKET], [1 / 4, 1 / 1.5 / 3, 0, 1 / 2.5 / 3], rtol=1e-6
+    )
+    off = chunk_weights(count, lo, hi, 5, numel, VALUES_PER_PACKET, staleness_scaling=False, reference=0.0)
     np.testing.assert_allclose(off.factors.numpy()[::VALUES_PER_PACKET], [1 / 4, 1 / 3, 0, 1 / 3], rtol=1e-6)
     # the newest version known counts, not only this worker's (a lagging worker scales alike)
     lag = chunk_weights(
-        count, lo, hi, own_version=3, numel=4 * VALUES_PER_PACKET, values_per_chunk=VALUES_PER_PACKET
+        count, lo, hi, own_version=3, numel=numel, values_per_chunk=VALUES_PER_PACKET, reference=0.5
     )
-    np.testing.assert_allclose(lag.factors.numpy()[::VALUES_PER_PACKET], per_chunk, rtol=1e-6)
-    ahead = chunk_weights(
-        count, lo, hi, own_version=7, numel=4 * VALUES_PER_PACKET, values_per_chunk=VALUES_PER_PACKET
-    )
+    np.testing.assert_allclose(lag.factors.numpy(), expected, rtol=1e-6)
+    # a worker that knows a newer version (7) sees every chunk 2 calls staler
+    ahead = chunk_weights(count, lo, hi, 7, numel, VALUES_PER_PACKET, reference=0.5)
     np.testing.assert_allclose(
-        ahead.factors.numpy()[::VALUES_PER_PACKET], [1 / 12, 1 / 12, 0, 1 / 18], rtol=1e-6
+        ahead.factors.numpy()[::VALUES_PER_PACKET],
+        [1.5 / 3 / 4, 1.5 / 3.5 / 3, 0, 1.5 / 4.5 / 3],
+        rtol=1e-6,
     )
+    # synchronous: every chunk complete, every version equal: exactly the plain mean, any reference
+    sync = chunk_weights(
+        np.full(4, 4), np.full(4, 9), np.full(4, 9), 9, numel, VALUES_PER_PACKET, reference=3.0
+    )
+    assert torch.equal(sync.factors, torch.full((numel,), 0.25))
+
+
+def test_staleness_reference_is_a_running_average() -> None:
+    ref = StalenessReference(decay=0.9)
+    assert ref.value is None
+    ref.update(2.0)
+    assert ref.value == pytest.approx(2.0)
+    ref.update(0.0)
+    assert ref.value == pytest.approx(1.8)
+
+
+def test_chunk_kinds_tell_gradients_parameters_and_mixtures_apart() -> None:
+    F = PARAM_VERSION_FLAG
+    count = np.array([3, 3, 2, 0])
+    lo = np.array([4, F | 5, 4, 0])
+    hi = np.array([5, F | 5, F | 5, 0])  # gradients, parameters, both kinds, missing
+    grads, params = chunk_kinds(count, lo, hi)
+    assert grads.tolist() == [True, False, False, False]
+    assert params.tolist() == [False, True, False, False]
 
 
 def test_importance_weights_are_truncated() -> None:
@@ -446,3 +494,9 @@ def test_async_switch_workers_log_staleness_and_all_finish(testbed, tmp_path: Pa
             assert all(2 - 1e-9 <= c <= 3 for c in contributors), contributors
             assert all(v >= 0 for _, v in metrics["agg/staleness_mean"])
     assert logged >= 2
+    # 32 gradient calls with --resync-interval 16: the workers in step averaged their parameters
+    resynced = [i for i, x in enumerate(s) if x["resyncs"] > 0]
+    assert len(resynced) >= 2, [x["resyncs"] for x in s]
+    for i in resynced:
+        metrics = read_metrics(tmp_path / "async" / f"worker-{i}")
+        assert all(0 <= v < 1 for _, v in metrics["agg/param_divergence"])
