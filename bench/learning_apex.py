@@ -27,12 +27,13 @@ import json
 import os
 import shlex
 import signal
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import IO, Any
+
+from host_agents.netutil import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
@@ -42,11 +43,6 @@ REPLAY_PORT = 47100
 def log(msg: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
-
-def free_udp_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -159,7 +155,7 @@ class Launcher:
             )
             self.tb.root.controller.replay.install_table(0, args.replay_max_size)
         else:
-            self.server_ip, self.port = "127.0.0.1", free_udp_port()
+            self.server_ip, self.port = "127.0.0.1", free_port("udp")
             server = ReplayServerProcess(
                 ["--bind", self.server_ip, "--port", str(self.port), "--table", table, "--quiet"],
                 log=run_dir / "replay_server.log",

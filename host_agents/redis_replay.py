@@ -23,7 +23,6 @@ import logging
 import os
 import shutil
 import signal
-import socket
 import struct
 import subprocess
 import tempfile
@@ -34,6 +33,7 @@ from types import TracebackType
 import numpy as np
 import redis
 
+from host_agents.netutil import free_port
 from host_agents.sum_tree import PrioritizedReplay, SampleBatch, check_priorities
 
 log = logging.getLogger("innet.replay")
@@ -221,11 +221,6 @@ def get_params(r: redis.Redis, slot: int = 0, prefix: str = "innet") -> tuple[in
     return _VERSION.unpack_from(value)[0], bytes(value[_VERSION.size :])
 
 
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
-
 
 class RedisServer:
     """A private ``redis-server`` on ``host`` (a free port unless ``port`` is given), without
@@ -272,7 +267,7 @@ class RedisServer:
         fixed_port = self.port is not None
         for attempt in range(3):  # a free port can be taken between probing and binding
             if not fixed_port:
-                self.port = free_port(self.host)
+                self.port = free_port("tcp", self.host)
             args = [
                 path,
                 "--bind", self.host,

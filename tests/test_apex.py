@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -30,6 +29,7 @@ from host_agents.cli import ConfigError
 from host_agents.experience import NStepAccumulator
 from host_agents.learner import LearnerConfig, check_against_replay
 from host_agents.metrics import load_checkpoint, read_metrics
+from host_agents.netutil import free_port
 from host_agents.replay_client import HostReplayClient, ReplayConfig
 from topologies.replay_server import SERVER_BIN, ReplayServerProcess
 
@@ -155,11 +155,6 @@ def test_learner_config_checks() -> None:
 # ---------------------------------------------------------------- processes
 
 
-def free_udp_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 def run_cli(module: str, *args: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
@@ -216,7 +211,7 @@ def smoke(tmp_path_factory: pytest.TempPathFactory):
     if not SERVER_BIN.exists():
         pytest.skip(f"{SERVER_BIN} is not built (make replay-server)")
     tmp = tmp_path_factory.mktemp("apex")
-    port = free_udp_port()
+    port = free_port("udp")
     server = ReplayServerProcess(
         [
             "--bind",
@@ -381,7 +376,7 @@ def test_batch_larger_than_replay_is_one_line() -> None:
 
 
 def test_unreachable_server_is_one_line(tmp_path: Path) -> None:
-    port = free_udp_port()  # nobody listens there
+    port = free_port("udp")  # nobody listens there
     flags = ["--replay-server-port", str(port), "--replay-timeout-s", "0.05", "--replay-max-tries", "2"]
     flags += ["--log-dir", str(tmp_path), "--max-steps", "100"]
     for module in ("host_agents.learner", "host_agents.actor"):

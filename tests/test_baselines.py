@@ -23,6 +23,7 @@ import torch
 import torch.distributed as dist
 
 from host_agents.gloo_allreduce import GlooAllreduce, bytes_on_wire_estimate
+from host_agents.netutil import free_port
 from host_agents.param_server import (
     DTYPE_BYTES,
     DTYPE_F32,
@@ -353,18 +354,13 @@ _GLOO_RANK = textwrap.dedent(
 )
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
-
 
 @pytest.mark.skipif(
     not (dist.is_available() and dist.is_gloo_available()),
     reason="this torch build has no torch.distributed gloo backend",
 )
 def test_gloo_allreduce_two_ranks() -> None:
-    world, port = 2, _free_port()
+    world, port = 2, free_port("tcp", HOST)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     procs = [
         subprocess.Popen(

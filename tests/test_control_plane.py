@@ -9,7 +9,6 @@ and slot ranges, and the tests that need empty tables reload the pipeline), the 
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 import time
@@ -24,6 +23,7 @@ from control_plane.aggregation import AGG_MGID_BASE, Job, JobManager, Member, Pa
 from control_plane.p4runtime_client import ControlPlaneError, Lpm
 from control_plane.switch_controller import SwitchController
 from host_agents.agg_protocol import AGG_UDP_PORT, REJECT_REASONS
+from host_agents.netutil import free_port
 from topologies.testbed import SwitchProcess
 
 REPO = Path(__file__).resolve().parent.parent
@@ -46,12 +46,6 @@ def member(worker_id: int, port: int | None = None, udp_port: int = AGG_UDP_PORT
         udp_port,
     )
 
-
-def free_port() -> int:
-    """A loopback port where nothing listens (bound once, then released)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def cli_argv(switch: str, *args: str) -> list[str]:
@@ -88,7 +82,7 @@ def unreachable_cli() -> Iterator[tuple[subprocess.Popen[str], float, int]]:
     """``python -m control_plane`` against a port where nothing listens. The CLI has no timeout
     option (the client's default is 10 s), so it starts with the module and runs alongside the
     other tests; test_cli_unreachable_switch collects it."""
-    port = free_port()
+    port = free_port("tcp")
     start = time.monotonic()
     proc = subprocess.Popen(
         cli_argv(f"127.0.0.1:{port}", "counters"),
@@ -683,7 +677,7 @@ def test_unreachable_switch_in_process() -> None:
     with pytest.raises(
         ControlPlaneError, match=r"no P4Runtime server answers at 127\.0\.0\.1:\d+ within 0\.5 s"
     ):
-        SwitchController(f"127.0.0.1:{free_port()}", timeout=0.5)
+        SwitchController(f"127.0.0.1:{free_port('tcp')}", timeout=0.5)
     assert time.monotonic() - start < 5
 
 

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 import pytest
 
+from host_agents.netutil import free_port
 from host_agents.replay_client import (
     HostReplayClient,
     RedisReplayClient,
@@ -547,11 +548,6 @@ def test_config_validation() -> None:
 
 # --- HostReplayClient against the real C server ----------------------------------------------
 
-def free_udp_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 @contextlib.contextmanager
 def real_server(*args: str) -> Iterator[int]:
@@ -559,7 +555,7 @@ def real_server(*args: str) -> Iterator[int]:
     printed its ready line."""
     if not SERVER_BIN.exists():
         pytest.skip(f"{SERVER_BIN} not built (make -C dpdk_fallback)")
-    port = free_udp_port()
+    port = free_port("udp")
     argv = ["--bind", "127.0.0.1", "--port", str(port), "--seed", "7", "--quiet", *args]
     with ReplayServerProcess(argv, timeout=10.0):
         yield port

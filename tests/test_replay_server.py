@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from host_agents import replay_protocol as rp
+from host_agents.netutil import free_port
 from host_agents.replay_protocol import Flag, Header, Op, Status
 from topologies.replay_server import ReplayServerProcess
 
@@ -39,11 +40,6 @@ def built() -> Path:
     return BINARY
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 class Server(ReplayServerProcess):
     """One running replay_server process on 127.0.0.1:``port``."""
@@ -60,7 +56,7 @@ def replay_server(built: Path):
     servers: list[Server] = []
 
     def start(*args: str, port: int | None = None) -> Server:
-        server = Server(built, list(args), port or free_port())
+        server = Server(built, list(args), port or free_port("udp"))
         servers.append(server)
         return server
 
@@ -515,7 +511,7 @@ def test_checkpoint_conflicting_tables_exit_2(built: Path, replay_server, client
         ["--table", "a:max_size=4,priorities=switch"],
     ):
         proc = subprocess.run(
-            [str(built), "--port", str(free_port()), *tables, "--checkpoint", str(ckpt)],
+            [str(built), "--port", str(free_port("udp")), *tables, "--checkpoint", str(ckpt)],
             capture_output=True,
             text=True,
             timeout=10,
@@ -523,7 +519,7 @@ def test_checkpoint_conflicting_tables_exit_2(built: Path, replay_server, client
         assert proc.returncode == 2 and "--table" in proc.stderr, (tables, proc.stderr)
     ckpt.write_bytes(ckpt.read_bytes()[:-3])  # torn file: refused, not half-restored
     proc = subprocess.run(
-        [str(built), "--port", str(free_port()), "--checkpoint", str(ckpt)],
+        [str(built), "--port", str(free_port("udp")), "--checkpoint", str(ckpt)],
         capture_output=True,
         text=True,
         timeout=10,
@@ -555,7 +551,7 @@ def test_checkpoint_conflicting_tables_exit_2(built: Path, replay_server, client
 )
 def test_cli_errors_exit_2(built: Path, args: list[str], words: str) -> None:
     if "--port" not in args:
-        args = ["--port", str(free_port()), *args]
+        args = ["--port", str(free_port("udp")), *args]
     proc = subprocess.run([str(built), *args], capture_output=True, text=True, timeout=10)
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
