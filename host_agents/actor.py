@@ -113,10 +113,7 @@ def run_actor(cfg: ActorConfig, replay: ReplayConfig) -> dict:
     """Act until max_steps, the time budget or a stop signal; returns the summary."""
     stop = StopFlag()
     torch.set_num_threads(cfg.torch_threads)
-    try:
-        device = select_device(cfg.device)
-    except ValueError as e:
-        raise ConfigError(str(e)) from None
+    device = select_device(cfg.device)  # ConfigError for a bad or absent device
     info = env_info(cfg.env)  # ConfigError for an unknown environment, before any socket
     rng = seed_everything(cfg.process_seed)
     run_dir = cfg.run_dir(cfg.role)
@@ -146,7 +143,7 @@ def run_actor(cfg: ActorConfig, replay: ReplayConfig) -> dict:
     epsilon = cfg.epsilon
     timer = PhaseTimer()
     progress = Progress(cfg.role, cfg.progress_interval_s)
-    logger = RunLogger(run_dir, cfg.tensorboard)
+    logger = RunLogger(run_dir, cfg.tensorboard, resume=cfg.resume)
     start = time.monotonic()
     start_steps = steps
     last_log, last_log_steps = start, steps

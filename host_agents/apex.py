@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 import signal
-from collections.abc import Iterable
 from dataclasses import dataclass
 from types import FrameType
 from typing import Any
@@ -26,7 +25,7 @@ from torch.nn import functional as F
 
 from host_agents.cli import ConfigError
 from host_agents.experience import TransitionBatch
-from host_agents.metrics import COMPUTATION
+from host_agents.metrics import communication_share
 from host_agents.replay_client import ReplayClient, ReplayConfig
 from host_agents.run_config import RunConfig
 
@@ -121,14 +120,6 @@ def double_q_loss(
     if weights is not None:
         per_item = per_item * weights
     return LossOutput(per_item.mean(), (y - q).detach(), float(q.detach().mean()))
-
-
-def communication_share(split: dict[str, float], communication: Iterable[str]) -> float:
-    """Share of the time spent in the ``communication`` phases (other named phases, such as
-    evaluation, count as neither side's)."""
-    comm = sum(split.get(p, 0.0) for p in communication)
-    total = comm + split.get(COMPUTATION, 0.0)
-    return 0.0 if total <= 0 else comm / total
 
 
 def replay_status(client: ReplayClient, replay: ReplayConfig) -> dict[str, int]:

@@ -15,6 +15,7 @@ import ast
 import dataclasses
 import inspect
 import logging
+import os
 import sys
 import textwrap
 import types
@@ -142,18 +143,19 @@ def config_from_args(cls: type[T], args: argparse.Namespace, prefix: str = "", *
 
 
 def _user_errors() -> tuple[type[BaseException], ...]:
-    """Exceptions that mean "the setup is wrong", not "the code is wrong"."""
-    errors: list[type[BaseException]] = [ConfigError, ConnectionError, TimeoutError, FileNotFoundError]
+    """Exceptions that mean "the setup is wrong", not "the code is wrong". Gymnasium's errors are
+    not among them: ``make_env`` turns the ones a user causes into ConfigError."""
+    errors: list[type[BaseException]] = [ConfigError, ConnectionError, TimeoutError]
     try:
         from host_agents.replay_client import ReplayError
 
         errors.append(ReplayError)
     except ImportError:  # pragma: no cover - the package is always importable here
         pass
-    try:
-        import gymnasium.error
+    try:  # redis-py's own ConnectionError / TimeoutError are not the built-in ones
+        import redis.exceptions
 
-        errors.append(gymnasium.error.Error)
+        errors += [redis.exceptions.ConnectionError, redis.exceptions.TimeoutError]
     except ImportError:  # pragma: no cover
         pass
     return tuple(errors)
@@ -161,15 +163,17 @@ def _user_errors() -> tuple[type[BaseException], ...]:
 
 def run_main(prog: str, body: Callable[[], int | None]) -> int:
     """Run ``body``; a user error prints ``prog: error: message`` and returns 2 (configuration)
-    or 1 (runtime: unreachable server, timeout); Ctrl-C returns 130."""
+    or 1 (runtime: unreachable server, timeout); Ctrl-C returns 130. ``INNET_DEBUG=1`` in the
+    environment re-raises instead, with the traceback."""
     try:
         return int(body() or 0)
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         return 130
     except _user_errors() as e:
+        if os.environ.get("INNET_DEBUG"):
+            raise
         code = 2 if isinstance(e, ConfigError) else 1
         kind = "configuration error" if code == 2 else "error"
-        print(f"{prog}: {kind}: {e}", file=sys.stderr)
-        log.debug("details", exc_info=True)
+        print(f"{prog}: {kind}: {e} (INNET_DEBUG=1 shows the traceback)", file=sys.stderr)
         return code

@@ -104,6 +104,12 @@ class LearnerConfig(ApexConfig):
             raise ConfigError("beta and beta_final must be in [0, 1], beta_anneal_updates >= 0")
         if self.eval_interval < 0 or not 0 <= self.eval_epsilon <= 1 or not self.wait_poll_s > 0:
             raise ConfigError("eval_interval must be >= 0, eval_epsilon in [0, 1], wait_poll_s > 0")
+        if self.eval_max_episode_steps is not None and self.eval_max_episode_steps < 1:
+            raise ConfigError(f"eval_max_episode_steps must be >= 1, got {self.eval_max_episode_steps}")
+        if self.target_return is not None and (self.eval_interval == 0 or self.eval_episodes == 0):
+            raise ConfigError(
+                "target_return needs periodic evaluations: eval_interval and eval_episodes must be >= 1"
+            )
         if self.learning_starts < self.batch_size:
             print(
                 f"{PROG}: learning_starts {self.learning_starts} < batch_size {self.batch_size}: "
@@ -157,10 +163,7 @@ def run_learner(cfg: LearnerConfig, replay: ReplayConfig) -> dict:
     stop = StopFlag()
     check_against_replay(cfg, replay)
     torch.set_num_threads(cfg.torch_threads)
-    try:
-        device = select_device(cfg.device)
-    except ValueError as e:
-        raise ConfigError(str(e)) from None
+    device = select_device(cfg.device)  # ConfigError for a bad or absent device
     info = env_info(cfg.env)
     seed_everything(cfg.seed)
     run_dir = cfg.run_dir(ROLE)
@@ -176,9 +179,17 @@ def run_learner(cfg: LearnerConfig, replay: ReplayConfig) -> dict:
     evals: list[dict] = []
     if cfg.resume and ckpt_path.exists():
         state = load_checkpoint(ckpt_path)
-        online.load_state_dict(state["online"])
-        target.load_state_dict(state["target"])
-        optimizer.load_state_dict(state["optimizer"])
+        try:
+            online.load_state_dict(state["online"])
+            target.load_state_dict(state["target"])
+            optimizer.load_state_dict(state["optimizer"])
+        except (RuntimeError, KeyError, ValueError) as e:
+            raise ConfigError(
+                f"{ckpt_path} is not a checkpoint of this network (--env {cfg.env}, --hidden "
+                f"{cfg.hidden}): {str(e).splitlines()[0]}"
+            ) from None
+        for group in optimizer.param_groups:  # the flags of this run win over the checkpoint's
+            group["lr"], group["eps"] = cfg.lr, cfg.adam_eps
         updates, version = state["updates"], state["params_version"]
         reached, evals = state.get("reached"), state.get("evals", [])
         torch.set_rng_state(state["torch_rng"])
@@ -196,7 +207,7 @@ def run_learner(cfg: LearnerConfig, replay: ReplayConfig) -> dict:
     store = ParamStore(client)
     timer = PhaseTimer()
     progress = Progress(ROLE, cfg.progress_interval_s)
-    logger = RunLogger(run_dir, cfg.tensorboard)
+    logger = RunLogger(run_dir, cfg.tensorboard, resume=cfg.resume)
     start = time.monotonic()
 
     def out_of_time() -> bool:
@@ -340,6 +351,7 @@ def run_learner(cfg: LearnerConfig, replay: ReplayConfig) -> dict:
         log_interval(time.monotonic())
         try:
             publish()  # the final parameters, so actors that are still running get them
+            status = replay_status(client, replay)  # the summary's counts are the final ones
         except ReplayTimeout:
             pass  # the server may be gone at shutdown; the checkpoint still has them
     finally:

@@ -17,24 +17,36 @@ import json
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
 import torch
 
-__all__ = ["PhaseTimer", "Progress", "RunLogger", "load_checkpoint", "save_checkpoint"]
+__all__ = [
+    "PhaseTimer",
+    "Progress",
+    "RunLogger",
+    "communication_share",
+    "load_checkpoint",
+    "read_metrics",
+    "save_checkpoint",
+]
 
 COMPUTATION = "computation"
+# phases that are neither computation nor communication
+NOT_COMMUNICATION = frozenset({COMPUTATION, "evaluate", "checkpoint"})
 
 
 class RunLogger:
     """Scalars to TensorBoard and ``metrics.jsonl`` in ``run_dir``."""
 
-    def __init__(self, run_dir: Path | str, tensorboard: bool = True) -> None:
+    def __init__(self, run_dir: Path | str, tensorboard: bool = True, resume: bool = False) -> None:
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        self._jsonl: IO[str] = open(self.run_dir / "metrics.jsonl", "a", buffering=1)  # noqa: SIM115
+        # a resumed run appends; a fresh one must not mix its records with an older run's
+        mode = "a" if resume else "w"
+        self._jsonl: IO[str] = open(self.run_dir / "metrics.jsonl", mode, buffering=1)  # noqa: SIM115
         self._tb = None
         if tensorboard:
             from torch.utils.tensorboard import SummaryWriter
@@ -132,9 +144,18 @@ class PhaseTimer:
         return self._with_computation(self._total, time.perf_counter() - self._start)
 
     @staticmethod
-    def communication_share(split: dict[str, float]) -> float:
-        total = sum(split.values())
-        return 0.0 if total <= 0 else 1.0 - split.get(COMPUTATION, 0.0) / total
+    def communication_share(split: dict[str, float], communication: Iterable[str] | None = None) -> float:
+        """Share of working time spent communicating: the ``communication`` phases over those
+        phases plus computation. Other named phases (evaluation, checkpoints) count for neither
+        side. ``communication=None`` takes every named phase but ``NOT_COMMUNICATION``."""
+        if communication is None:
+            communication = [p for p in split if p not in NOT_COMMUNICATION]
+        comm = sum(split.get(p, 0.0) for p in communication)
+        total = comm + split.get(COMPUTATION, 0.0)
+        return 0.0 if total <= 0 else comm / total
+
+
+communication_share = PhaseTimer.communication_share
 
 
 class Progress:

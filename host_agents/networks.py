@@ -18,6 +18,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from host_agents.cli import ConfigError
+
 __all__ = [
     "ActorCritic",
     "DuelingQNetwork",
@@ -36,12 +38,20 @@ _PARAMS_HEADER = struct.Struct("!4sII")  # magic, float count, crc32 of the floa
 
 def select_device(name: str) -> torch.device:
     """``auto`` takes CUDA when present, else the CPU; ``cpu`` / ``cuda`` / ``cuda:N`` as asked
-    (ValueError when CUDA is asked for and absent)."""
+    (ConfigError for a name torch does not know, or CUDA asked for and absent)."""
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    device = torch.device(name)
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device {name!r} asked for, but torch sees no CUDA device")
+    try:
+        device = torch.device(name)
+    except RuntimeError:
+        raise ConfigError(f"unknown device {name!r}: use auto, cpu, cuda or cuda:N") from None
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ConfigError(f"device {name!r} asked for, but torch sees no CUDA device")
+        if device.index is not None and device.index >= torch.cuda.device_count():
+            raise ConfigError(f"device {name!r}: only {torch.cuda.device_count()} CUDA devices")
+    elif device.type != "cpu":
+        raise ConfigError(f"device {name!r} is not supported: use auto, cpu, cuda or cuda:N")
     return device
 
 
@@ -166,6 +176,9 @@ def flat_gradients(model: nn.Module) -> torch.Tensor:
 
 def load_flat_gradients(model: nn.Module, flat: torch.Tensor) -> None:
     """Set each parameter's ``.grad`` from a ``flat_gradients``-shaped vector."""
+    total = sum(p.numel() for p in model.parameters())
+    if flat.numel() != total:
+        raise ValueError(f"gradient vector has {flat.numel()} values, the network {total}")
     offset = 0
     for p in model.parameters():
         n = p.numel()
@@ -175,8 +188,6 @@ def load_flat_gradients(model: nn.Module, flat: torch.Tensor) -> None:
         else:
             p.grad.copy_(chunk)
         offset += n
-    if offset != flat.numel():
-        raise ValueError(f"gradient vector has {flat.numel()} values, the network {offset}")
 
 
 def params_to_bytes(model: nn.Module) -> bytes:

@@ -47,7 +47,7 @@ class RunConfig:
     time_budget_s: float = 0.0
     """stop after this many seconds of wall-clock (0: no limit)"""
     eval_episodes: int = 10
-    """greedy evaluation episodes at the end (0: none)"""
+    """greedy evaluation episodes per evaluation, periodic and final (0: none)"""
 
     def __post_init__(self) -> None:
         if not _RUN_NAME.match(self.run_name):
