@@ -15,8 +15,6 @@ stops it cleanly (buffer pushed, checkpoint and summary written).
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -28,16 +26,24 @@ from host_agents.apex import (
     ApexConfig,
     StopFlag,
     actor_epsilon,
-    communication_share,
+    apex_main,
+    batch_tensors,
     double_q_loss,
     finite,
     mean_last,
     replay_status,
 )
-from host_agents.cli import ConfigError, add_config_args, config_from_args, run_main
+from host_agents.cli import ConfigError
 from host_agents.envs import env_info, make_env
-from host_agents.experience import NStepAccumulator, Transition, encode_transition
-from host_agents.metrics import PhaseTimer, Progress, RunLogger, load_checkpoint, save_checkpoint
+from host_agents.experience import NStepAccumulator, Transition, TransitionBatch, encode_transition
+from host_agents.metrics import (
+    PhaseTimer,
+    Progress,
+    RunLogger,
+    communication_share,
+    load_checkpoint,
+    save_checkpoint,
+)
 from host_agents.networks import DuelingQNetwork, select_device
 from host_agents.param_store import ParamStore
 from host_agents.replay_client import ReplayConfig, make_replay_client
@@ -45,7 +51,7 @@ from host_agents.run_config import seed_everything
 
 __all__ = ["ActorConfig", "main", "run_actor"]
 
-PROG = "host_agents.actor"
+PROG = "python -m host_agents.actor"
 COMM_PHASES = ("pull_params", "push_experiences")
 
 
@@ -97,13 +103,16 @@ def initial_priorities(
 ) -> np.ndarray:
     """|n-step double-Q TD error| + eps of each transition under the actor's own network (online
     and target alike: the actor has one copy)."""
-    batch = {
-        "obs": torch.from_numpy(np.stack([t.obs for t in transitions])).to(device),
-        "actions": torch.tensor([t.action for t in transitions], dtype=torch.int64, device=device),
-        "returns": torch.tensor([t.ret for t in transitions], dtype=torch.float32, device=device),
-        "next_obs": torch.from_numpy(np.stack([t.next_obs for t in transitions])).to(device),
-        "discounts": torch.tensor([t.discount for t in transitions], dtype=torch.float32, device=device),
-    }
+    batch = batch_tensors(
+        TransitionBatch(
+            obs=np.stack([t.obs for t in transitions]),
+            actions=np.array([t.action for t in transitions], np.int64),
+            returns=np.array([t.ret for t in transitions], np.float32),
+            next_obs=np.stack([t.next_obs for t in transitions]),
+            discounts=np.array([t.discount for t in transitions], np.float32),
+        ),
+        device,
+    )
     with torch.no_grad():
         out = double_q_loss(net, net, batch)
     return out.td_errors.abs().cpu().double().numpy() + eps
@@ -282,30 +291,8 @@ def run_actor(cfg: ActorConfig, replay: ReplayConfig) -> dict:
     return summary
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=PROG,
-        description=__doc__.split("\n\n", 1)[1],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    add_config_args(parser.add_argument_group("actor"), ActorConfig, skip=("eval_episodes",))
-    add_config_args(
-        parser.add_argument_group("replay (--replay-*)"), ReplayConfig, prefix="replay-", skip=("beta",)
-    )
-    return parser
-
-
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-
-    def body() -> int:
-        cfg = config_from_args(ActorConfig, args)
-        replay = config_from_args(ReplayConfig, args, prefix="replay-")
-        summary = run_actor(cfg, replay)
-        print(json.dumps({"summary": finite(summary)}), flush=True)
-        return 0
-
-    return run_main(PROG, body)
+    return apex_main(PROG, __doc__, ActorConfig, run_actor, argv, skip=("eval_episodes",))
 
 
 if __name__ == "__main__":

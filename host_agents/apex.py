@@ -12,8 +12,11 @@
 
 from __future__ import annotations
 
+import argparse
+import json
 import math
 import signal
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import FrameType
 from typing import Any
@@ -23,9 +26,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from host_agents.cli import ConfigError
+from host_agents.cli import ConfigError, add_config_args, config_from_args, run_main
 from host_agents.experience import TransitionBatch
-from host_agents.metrics import communication_share
 from host_agents.replay_client import ReplayClient, ReplayConfig
 from host_agents.run_config import RunConfig
 
@@ -35,7 +37,6 @@ __all__ = [
     "StopFlag",
     "actor_epsilon",
     "batch_tensors",
-    "communication_share",
     "double_q_loss",
     "finite",
     "mean_last",
@@ -175,3 +176,40 @@ def mean_last(values: list[float], n: int = 100) -> float:
     """Mean of the last ``n`` values (NaN when there are none)."""
     tail = values[-n:]
     return float(np.mean(tail)) if tail else math.nan
+
+
+def build_parser(
+    prog: str, doc: str, config_cls: type, skip: tuple[str, ...] = ()
+) -> argparse.ArgumentParser:
+    """The actor's or learner's command line: its config's flags, then the replay's (--replay-*)."""
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description=doc.split("\n\n", 1)[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_config_args(parser.add_argument_group(config_cls.__name__), config_cls, skip=skip)
+    add_config_args(
+        parser.add_argument_group("replay (--replay-*)"), ReplayConfig, prefix="replay-", skip=("beta",)
+    )
+    return parser
+
+
+def apex_main(
+    prog: str,
+    doc: str,
+    config_cls: type,
+    run: Callable[[Any, ReplayConfig], dict],
+    argv: list[str] | None,
+    skip: tuple[str, ...] = (),
+) -> int:
+    """Parse, run, print the summary as one JSON line; user errors are one line (cli.run_main)."""
+    args = build_parser(prog, doc, config_cls, skip).parse_args(argv)
+
+    def body() -> int:
+        cfg = config_from_args(config_cls, args)
+        replay = config_from_args(ReplayConfig, args, prefix="replay-")
+        summary = run(cfg, replay)
+        print(json.dumps({"summary": finite(summary)}), flush=True)
+        return 0
+
+    return run_main(prog, body)

@@ -19,9 +19,7 @@ target return was reached). SIGTERM or Ctrl-C stops it cleanly.
 
 from __future__ import annotations
 
-import argparse
 import copy
-import json
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -33,16 +31,23 @@ from torch import nn
 from host_agents.apex import (
     ApexConfig,
     StopFlag,
+    apex_main,
     batch_tensors,
-    communication_share,
     double_q_loss,
     finite,
     replay_status,
 )
-from host_agents.cli import ConfigError, add_config_args, config_from_args, run_main
+from host_agents.cli import ConfigError
 from host_agents.envs import EnvInfo, env_info
 from host_agents.experience import decode_transitions
-from host_agents.metrics import PhaseTimer, Progress, RunLogger, load_checkpoint, save_checkpoint
+from host_agents.metrics import (
+    PhaseTimer,
+    Progress,
+    RunLogger,
+    communication_share,
+    load_checkpoint,
+    save_checkpoint,
+)
 from host_agents.networks import DuelingQNetwork, select_device
 from host_agents.param_store import ParamStore
 from host_agents.replay_client import ReplayConfig, ReplayTimeout, make_replay_client
@@ -50,7 +55,7 @@ from host_agents.run_config import evaluate, seed_everything
 
 __all__ = ["LearnerConfig", "main", "run_learner"]
 
-PROG = "host_agents.learner"
+PROG = "python -m host_agents.learner"
 ROLE = "learner"
 COMM_PHASES = ("sample", "update_priorities", "set_params")
 
@@ -393,30 +398,8 @@ def run_learner(cfg: LearnerConfig, replay: ReplayConfig) -> dict:
     return summary
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=PROG,
-        description=__doc__.split("\n\n", 1)[1],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    add_config_args(parser.add_argument_group("learner"), LearnerConfig)
-    add_config_args(
-        parser.add_argument_group("replay (--replay-*)"), ReplayConfig, prefix="replay-", skip=("beta",)
-    )
-    return parser
-
-
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-
-    def body() -> int:
-        cfg = config_from_args(LearnerConfig, args)
-        replay = config_from_args(ReplayConfig, args, prefix="replay-")
-        summary = run_learner(cfg, replay)
-        print(json.dumps({"summary": finite(summary)}), flush=True)
-        return 0
-
-    return run_main(PROG, body)
+    return apex_main(PROG, __doc__, LearnerConfig, run_learner, argv)
 
 
 if __name__ == "__main__":

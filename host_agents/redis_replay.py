@@ -221,7 +221,6 @@ def get_params(r: redis.Redis, slot: int = 0, prefix: str = "innet") -> tuple[in
     return _VERSION.unpack_from(value)[0], bytes(value[_VERSION.size :])
 
 
-
 class RedisServer:
     """A private ``redis-server`` on ``host`` (a free port unless ``port`` is given), without
     persistence, for tests and benchmarks. Use as a context manager or call start()/stop()."""

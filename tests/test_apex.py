@@ -155,7 +155,6 @@ def test_learner_config_checks() -> None:
 # ---------------------------------------------------------------- processes
 
 
-
 def run_cli(module: str, *args: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [PY, "-m", module, *args], capture_output=True, text=True, cwd=REPO, timeout=timeout
@@ -332,6 +331,27 @@ def test_smoke_outputs_and_counters(smoke: Smoke) -> None:
 @needs_server
 def test_resume_continues_counting(smoke: Smoke) -> None:
     before = summary(smoke.run_dir, "learner")
+    ckpt_path = smoke.run_dir / "learner" / "checkpoint.pt"
+    first = load_checkpoint(ckpt_path)
+    # a resume with no update to make writes back exactly what it loaded: networks, optimizer
+    res = run_cli(
+        "host_agents.learner", *smoke.common, "--resume", "--max-steps", str(UPDATES),
+        "--batch-size", str(BATCH), "--learning-starts", "300", "--eval-interval", "0",
+        "--eval-episodes", "0",
+    )  # fmt: skip
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    same = load_checkpoint(ckpt_path)
+    for net in ("online", "target"):
+        assert same[net].keys() == first[net].keys()
+        assert all(torch.equal(same[net][k], first[net][k]) for k in first[net]), f"{net} changed"
+    assert not all(torch.equal(first["online"][k], first["target"][k]) for k in first["online"]), (
+        "online == target: the comparison above could not tell them apart"
+    )
+    opt_a, opt_b = first["optimizer"]["state"], same["optimizer"]["state"]
+    assert opt_a.keys() == opt_b.keys() and all(
+        torch.equal(opt_a[i]["exp_avg"], opt_b[i]["exp_avg"]) for i in opt_a
+    )
+    assert same["updates"] == UPDATES
     res = run_cli(
         "host_agents.learner", *smoke.common, "--resume", "--max-steps", str(UPDATES + 40),
         "--batch-size", str(BATCH), "--learning-starts", "300", "--eval-interval", "0",

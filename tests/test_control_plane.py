@@ -47,7 +47,6 @@ def member(worker_id: int, port: int | None = None, udp_port: int = AGG_UDP_PORT
     )
 
 
-
 def cli_argv(switch: str, *args: str) -> list[str]:
     return [sys.executable, "-m", "control_plane", "--switch", switch, *args]
 

@@ -40,7 +40,6 @@ def built() -> Path:
     return BINARY
 
 
-
 class Server(ReplayServerProcess):
     """One running replay_server process on 127.0.0.1:``port``."""
 
