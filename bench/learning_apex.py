@@ -320,7 +320,14 @@ def main(argv: list[str] | None = None) -> int:
     )  # fmt: skip
     print(json.dumps({k: result[k] for k in keys}, indent=1))
     failed = [name for name, rc in result["exit_codes"].items() if rc not in (0, -signal.SIGTERM)]
-    return 1 if failed else 0
+    if failed:
+        print(f"bench.learning_apex: processes failed: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    if result["target_return"] is not None and not result["reached_target"]:
+        target = result["target_return"]
+        print(f"bench.learning_apex: the target return {target} was not reached", file=sys.stderr)
+        return 3
+    return 0
 
 
 if __name__ == "__main__":
