@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import logging
 import random
+import re
 import signal
 import sys
 import threading
@@ -47,7 +48,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--loss-rate", type=float, default=0.0, metavar="P",
                    help="emulate lossy links: drop each received and each sent frame with probability P "
                         "(for loss-recovery tests where tc netem is not available; default 0)")
-    p.add_argument("--loss-seed", type=int, default=None, help="seed of the loss emulation (default: random)")
+    p.add_argument("--netem", dest="netem", action="append", default=[], metavar="PORT:SPEC",
+                   help="emulate the link behind port PORT in both directions (received and sent frames), "
+                        "as tc netem would where the kernel has no sch_netem: SPEC is key=value[,...] with "
+                        "delay=5ms, jitter=1ms (uniform, order kept), loss=0.01 (or 1%%), rate=100mbit "
+                        "(bit/kbit/mbit/gbit), limit=1000 (frames queued) and backlog=100ms (longest wait "
+                        "for the rate serializer before a tail drop), all optional; e.g. "
+                        "--netem 2:delay=5ms,loss=0.01,rate=100mbit (repeatable, one per port)")
+    p.add_argument("--loss-seed", type=int, default=None,
+                   help="seed of the loss emulation of --loss-rate and --netem (default: random)")
     p.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
     return p
 
@@ -74,9 +83,17 @@ class Stats:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        hint = ""
+        if args.netem and re.match(r"^[a-zA-Z%]+(,|$)", extra[0]) and re.search(r"=[\d.]+$", args.netem[-1]):
+            hint = (f" (a space split --netem {args.netem[-1]!r} {extra[0]!r}: "
+                    "write the number and its unit together, e.g. delay=5ms)")
+        parser.error(f"unrecognized arguments: {' '.join(extra)}{hint}")
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")
     from softswitch.compiler import compile_file, compile_text
+    from softswitch.netem import NetemSpecError, parse_netem_specs
     from softswitch.p4runtime_server import P4RuntimeServer
     from softswitch.ports import PortError, PortSet
     from softswitch.switch import Switch
@@ -86,6 +103,20 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: --loss-rate {args.loss_rate} must be in [0, 1)", file=sys.stderr)
         return 2
     loss = random.Random(args.loss_seed)
+    try:
+        links = parse_netem_specs(args.netem)
+    except NetemSpecError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    bound_ports = set()
+    for spec in args.interfaces:
+        num = spec.split("@", 1)[0].strip()
+        if num.isdigit():
+            bound_ports.add(int(num))
+    unbound = sorted(set(links) - bound_ports)
+    if unbound:
+        print(f"error: --netem names port {unbound[0]}, which no -i PORT@IFACE binds", file=sys.stderr)
+        return 2
     switch = None
     if args.p4:
         try:
@@ -105,6 +136,12 @@ def main(argv: list[str] | None = None) -> int:
     stats = Stats()
     holder: dict = {"switch": switch}
 
+    def to_wire(port: int, data: bytes) -> None:
+        if ports.send(port, data):
+            stats.tx += 1
+        else:
+            stats.dropped += 1
+
     def send_all(packets: list[tuple[int, bytes]]) -> None:
         for port, data in packets:
             if args.loss_rate and loss.random() < args.loss_rate:
@@ -114,6 +151,25 @@ def main(argv: list[str] | None = None) -> int:
                 stats.tx += 1
             else:
                 stats.dropped += 1
+
+    netem = None
+    if links:  # only then: without --netem the data path stays as it was, no per-frame cost
+        from softswitch.netem import NetemPorts
+
+        # on_frame (the pipeline) is defined below; the lambda looks it up when a frame is due
+        netem = NetemPorts(links, lambda port_no, frame: on_frame(port_no, frame), to_wire,
+                           seed=args.loss_seed)
+        plain_send_all = send_all
+
+        def send_all(packets: list[tuple[int, bytes]]) -> None:
+            for port, data in packets:
+                link = netem.egress.get(port)
+                if link is None:
+                    plain_send_all([(port, data)])
+                elif args.loss_rate and loss.random() < args.loss_rate:
+                    stats.lost += 1
+                else:
+                    link.submit(data)
 
     def load_pipeline(config: bytes, p4info: object) -> Switch:
         text = config.decode("utf-8", errors="replace")
@@ -154,10 +210,22 @@ def main(argv: list[str] | None = None) -> int:
             stats.dropped += 1
         send_all(out)
 
-    ports.start(on_frame)
+    handler = on_frame
+    if netem is not None:
+
+        def handler(port_no: int, frame: bytes) -> None:
+            link = netem.ingress.get(port_no)
+            if link is None:
+                on_frame(port_no, frame)
+            else:
+                link.submit(frame)
+
+    ports.start(handler)
     names = ", ".join(f"{n}@{p.name}" for n, p in sorted(ports.items())) or "none"
     prog = args.p4 or "(none yet: waiting for SetForwardingPipelineConfig)"
     print(f"softswitch running {prog}; ports: {names}", flush=True)
+    for port_no, params in sorted(links.items()):
+        print(f"softswitch: port {port_no} emulates {params.describe()} in each direction", flush=True)
 
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -166,11 +234,13 @@ def main(argv: list[str] | None = None) -> int:
     while not stop.wait(0.2):
         if args.stats_interval and time.monotonic() - last >= args.stats_interval:
             last = time.monotonic()
-            print(stats.line(), flush=True)
+            print(stats.line() + (f"  {netem.line()}" if netem else ""), flush=True)
+    if netem is not None:
+        netem.close()
     ports.close()
     if server is not None:
         server.stop()
-    print(f"softswitch stopped: {stats.line()}", flush=True)
+    print(f"softswitch stopped: {stats.line()}" + (f"  {netem.line()}" if netem else ""), flush=True)
     return 0
 
 
