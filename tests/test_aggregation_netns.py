@@ -139,6 +139,7 @@ def check_results(tmp: Path, job: int, ranks_to_ids: list[int], sizes: list[int]
             assert np.array_equal(got, first), "workers received different results"
 
 
+@pytest.mark.e2e
 def test_four_workers_sum_within_quantization_bound(tmp_path: Path) -> None:
     with star(4) as tb:
         tb.install_job(1, slot_base=0, num_slots=32)

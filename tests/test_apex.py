@@ -419,6 +419,7 @@ def test_table_size_mismatch_is_one_line(smoke: Smoke, tmp_path: Path) -> None:
 
 @pytest.mark.netns
 @pytest.mark.slow
+@pytest.mark.e2e
 @pytest.mark.timeout(240)
 @needs_server
 def test_switch_path_in_namespaces(tmp_path: Path) -> None:
