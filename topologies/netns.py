@@ -247,6 +247,14 @@ def cleanup_all() -> None:
 atexit.register(cleanup_all)
 
 
+def forget(namespaces: Sequence[str] = (), links: Sequence[str] = ()) -> None:
+    """Stop tracking these names: they must outlive this process (``python -m topologies up``
+    leaves its network up; ``down`` removes it later from its state file)."""
+    with _lock:
+        _created_ns.difference_update(namespaces)
+        _created_links.difference_update(links)
+
+
 @dataclass
 class Host:
     """A host in its own namespace, cabled to the switch by a veth pair (switch end: pair.host_if)."""
