@@ -173,6 +173,10 @@ def run_one(
         "env_steps_to_target": reached and reached["env_steps_total"],
         "wall_s_to_target": reached and round(reached["wall_s"], 1),
         "final_eval_return_mean": s0.get("eval_return_mean"),
+        "final_eval_all_workers": [s and s["eval_return_mean"] for s in summaries],
+        "updates_all_workers": [s and s["updates"] for s in summaries],
+        "resyncs_all_workers": [s and s.get("resyncs") for s in summaries],
+        "param_distance_to_worker0": _param_distances(log_dir / name, len(tb.workers)),
         "updates": s0.get("updates"),
         "env_steps_total": sum(s["env_steps"] for s in summaries if s),
         "communication_share": [s and round(s["communication_share"], 3) for s in summaries],
@@ -194,6 +198,26 @@ def run_one(
         res["staleness_mean"] = sum(stale) / len(stale) if stale else None
         res["contributors_mean"] = sum(contrib) / len(contrib) if contrib else None
     return res
+
+
+def _param_distances(run_dir: Path, workers: int) -> list[float | None]:
+    """Relative L2 distance of each worker's final parameters (checkpoint.pt) to worker 0's."""
+    import torch
+
+    from host_agents.metrics import load_checkpoint
+
+    flats: list[Any] = []
+    for i in range(workers):
+        path = run_dir / f"worker-{i}" / "checkpoint.pt"
+        if not path.exists():
+            flats.append(None)
+            continue
+        state = load_checkpoint(path)["model"]
+        flats.append(torch.cat([v.reshape(-1).float() for v in state.values()]))
+    if flats[0] is None:
+        return [None] * workers
+    ref = flats[0]
+    return [None if f is None else round(float((f - ref).norm() / ref.norm()), 5) for f in flats]
 
 
 def _terminate(signum: int, frame: object) -> None:
@@ -254,6 +278,12 @@ def main(argv: list[str] | None = None) -> int:
             f"{r['env_steps_to_target'] or '-':>10} {r['wall_s_to_target'] or '-':>7} "
             f"{r['final_eval_return_mean'] if r['final_eval_return_mean'] is not None else '-':>10} "
             f"{100 * sum(comm) / len(comm) if comm else 0:7.1f} {'-' if stale is None else f'{stale:.2f}':>6}"
+        )
+    print("\nfinal evals (all workers), relative parameter distance to worker 0, resyncs:")
+    for r in report["results"]:
+        print(
+            f"{r['run']:16} {r['seed']:>4} evals {r['final_eval_all_workers']} "
+            f"dist {r['param_distance_to_worker0']} resyncs {r['resyncs_all_workers']}"
         )
     print(f"\nJSON: {out_path}")
     return 0 if all(not r["errors"] for r in report["results"]) else 1
