@@ -16,7 +16,6 @@
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import json
 import os
 import re
@@ -28,7 +27,7 @@ import tempfile
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -87,15 +86,13 @@ class Console:
 # processes
 
 
-def _pdeathsig(sig: int) -> Callable[[], None]:
-    """preexec_fn: the child gets ``sig`` when the launcher dies (even by SIGKILL), so a killed
-    launcher leaves no agent running; `ip netns exec` execs the command, which keeps it."""
-
-    def fn() -> None:
-        with contextlib.suppress(Exception):
-            ctypes.CDLL(None, use_errno=True).prctl(1, sig)  # PR_SET_PDEATHSIG
-
-    return fn
+def _pdeathsig_prefix(sig: str = "TERM") -> list[str]:
+    """``setpriv --pdeathsig SIG``: the child gets SIG when the launcher dies (even by SIGKILL),
+    so a killed launcher leaves no agent running (`ip netns exec` and setpriv exec the command,
+    which keeps the setting). Done by a wrapper, not preexec_fn, because a Python-level fork in a
+    process with gRPC threads (the controllers) trips gRPC's fork handlers."""
+    exe = shutil.which("setpriv")
+    return [exe, "--pdeathsig", sig] if exe else []
 
 
 def _start_time(pid: int) -> str | None:
@@ -123,6 +120,7 @@ class Proc:
         stream: bool = True,
         detach: bool = False,
         env: dict[str, str] | None = None,
+        tier: int = 0,
     ) -> None:
         self.name = name
         self.argv = list(argv)
@@ -132,8 +130,10 @@ class Proc:
         self.tail: deque[str] = deque(maxlen=25)
         self._ready_pattern = ready
         self.ready = threading.Event()
-        full = ns.cmd(self.argv) if ns is not None else self.argv
+        wrapped = self.argv if detach else [*_pdeathsig_prefix(), *self.argv]
+        full = ns.cmd(wrapped) if ns is not None else wrapped
         self.detach = detach
+        self.tier = tier
         # detached (`up`): output straight to the log, which outlives this process; else a pipe
         self._log_file: IO[str] = open(log, "a", buffering=1)  # noqa: SIM115
         self.proc = subprocess.Popen(
@@ -146,7 +146,6 @@ class Proc:
             cwd=REPO,
             env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
             start_new_session=True,  # out of reach of the terminal's Ctrl-C: we stop it in order
-            preexec_fn=None if detach else _pdeathsig(signal.SIGTERM),
         )
         self.pid = self.proc.pid
         self.start_time = _start_time(self.pid)
@@ -373,7 +372,9 @@ class Network:
         if self.closed:
             return
         self.closed = True
-        stop_procs(list(reversed(self.procs)))
+        # agents first (they flush to the servers as they stop), then servers, then switches
+        stop_procs([p for p in reversed(self.procs) if p.tier == 0])
+        stop_procs([p for p in reversed(self.procs) if p.tier > 0], grace=10)
         for sw in self.switches.values():
             if sw.controller is not None:
                 with contextlib.suppress(Exception):
@@ -691,7 +692,7 @@ def _start_switches(net: Network) -> None:
         ports = ", ".join(f"{p}@{i}" for p, i in sorted(sw.ports.items()))
         prog = sw.spec.p4.relative_to(REPO) if sw.spec.p4.is_relative_to(REPO) else sw.spec.p4
         net.console.say(
-            f"switch {sw.spec.name} ({sw.target}, {prog}) "
+            f"switch {sw.spec.name} ({sw.target}, {prog}, pid {sw.proc.pid}) "
             f"P4Runtime {sw.address}, ports {ports}; pipeline loaded in {time.monotonic() - t0:.1f}s"
         )
 
@@ -837,12 +838,12 @@ def _apex_argv(
     learner = [py, "-m", "host_agents.learner", *common, *replay]
     if target is not None:
         learner += ["--target-return", str(target)]
-    learner += [*s.learner_args, *opts.learner_args]
+    learner += [*s.learner_args, *learner_host.spec.args, *opts.learner_args]
     out = [("learner", learner_host, learner)]
     actor_hosts = [(h, n) for h in topo.hosts.values() for n in range(h.roles.get("actor", 0))]
     for i, (h, _) in enumerate(actor_hosts):
         argv = [py, "-m", "host_agents.actor", *common, *replay, "--actor-index", str(i),
-                "--num-actors", str(len(actor_hosts)), *s.actor_args, *opts.actor_args]  # fmt: skip
+                "--num-actors", str(len(actor_hosts)), *s.actor_args, *h.args, *opts.actor_args]  # fmt: skip
         out.append((f"actor{i}", net.hosts[h.name], argv))
     return out, {"target_return": target, "time_budget_s": budget, "env": env}
 
@@ -953,7 +954,7 @@ def _dp_argv(
             w0 = workers[0][1]
             argv += ["--comm", "gloo", "--gloo-init", f"{w0.ip}:{GLOO_PORT}", "--gloo-ifname", h.ifname,
                      "--comm-timeout-s", "120"]  # fmt: skip
-        argv += [*s.worker_args, *opts.worker_args]
+        argv += [*s.worker_args, *h.spec.args, *opts.worker_args]
         out.append((f"worker{i}", h, argv))
     return out, {"target_return": target, "time_budget_s": budget, "env": opts.env or s.env}
 
@@ -1059,7 +1060,7 @@ def _run_scenario(
             argv = [str(SERVER_BIN), "--bind", host.ip, "--port", str(REPLAY_PORT), "--table", table,
                     "--quiet", *s.replay_server_args]  # fmt: skip
             p = Proc("replay_server", argv, console, net.run_dir / "replay_server.log", ns=host.ns,
-                     ready="replay_server: ready")  # fmt: skip
+                     ready="replay_server: ready", tier=1)  # fmt: skip
             net.procs.append(p)
             p.wait_ready(30)
             servers.append(p)
@@ -1078,7 +1079,7 @@ def _run_scenario(
             argv = ["redis-server", "--bind", host.ip, "--port", str(REDIS_PORT), "--save", "",
                     "--appendonly", "no", "--protected-mode", "no", "--dir", rdir]  # fmt: skip
             p = Proc("redis", argv, console, net.run_dir / "redis.log", ns=host.ns, ready="Ready to accept",
-                     stream=False)  # fmt: skip
+                     stream=False, tier=1)  # fmt: skip
             net.procs.append(p)
             p.wait_ready(30)
             servers.append(p)
@@ -1104,7 +1105,8 @@ def _run_scenario(
         + f"{info['time_budget_s']:.0f}s"
     )
     _watch(net, procs, servers, console, failures, info["time_budget_s"] + opts.grace_s)
-    stop_procs([p for p in reversed(net.procs)])
+    stop_procs([p for p in reversed(net.procs) if p.tier == 0])
+    stop_procs([p for p in reversed(net.procs) if p.tier > 0], grace=10)
     info["exit_codes"] = {p.name: p.poll() for p in net.procs}
     return info
 

@@ -63,6 +63,7 @@ class HostSpec:
     name: str
     index: int  # its address: 10.0.<index+1>.1/24
     roles: dict[str, int]  # role -> processes of that role on this host
+    args: list[str] = field(default_factory=list)  # more flags for the agents on this host
 
     @property
     def ip(self) -> str:
@@ -337,8 +338,13 @@ def _hosts(c: _Checker, raw: Any) -> tuple[dict[str, HostSpec], dict[str, list[s
         h = c.mapping(
             h,
             p,
-            {"roles": f"list of {', '.join(ROLES)} (or {{actor: N}} for N processes)", "count": "hosts"},
+            {
+                "roles": f"list of {', '.join(ROLES)} (or {{actor: N}} for N processes)",
+                "count": "hosts",
+                "args": "more flags for the agents (learner, actors, workers) on this host",
+            },
         )
+        host_args = c.args(h.get("args"), f"{p}.args")
         count = 1
         if "count" in h:
             count = c.number(h["count"], f"{p}.count", 1, MAX_HOSTS, integer=True) or 1
@@ -372,7 +378,7 @@ def _hosts(c: _Checker, raw: Any) -> tuple[dict[str, HostSpec], dict[str, list[s
             if n in hosts:
                 c.err(p, f"host {n!r} is defined twice (count expands {hname} to {names[0]}..{names[-1]})")
                 continue
-            hosts[n] = HostSpec(n, len(hosts), dict(roles))
+            hosts[n] = HostSpec(n, len(hosts), dict(roles), list(host_args))
     if len(hosts) > MAX_HOSTS:
         c.err("hosts", f"{len(hosts)} hosts; at most {MAX_HOSTS}")
     return hosts, groups
