@@ -433,7 +433,9 @@ def cleanup_dead_runs(console: Console | None = None) -> None:
             st = json.loads(f.read_text())
         except (OSError, json.JSONDecodeError):
             continue
-        if st.get("mode") == "run" and not _alive(st["launcher_pid"], st.get("launcher_start")):
+        # `up` networks outlive their launcher on purpose; anything else whose launcher is gone
+        # (a run, or a build interrupted by SIGKILL) is a leftover
+        if st.get("mode") != "up" and not _alive(st["launcher_pid"], st.get("launcher_start")):
             did = teardown(st["namespaces"], st["veths"], st["processes"])
             with contextlib.suppress(OSError):
                 f.unlink()
@@ -452,7 +454,7 @@ def down(topology_name: str | None) -> list[str]:
             continue
         if topology_name is not None and st.get("topology") != topology_name:
             continue
-        if st.get("mode") == "run" and _alive(st["launcher_pid"], st.get("launcher_start")):
+        if st.get("mode") != "up" and _alive(st["launcher_pid"], st.get("launcher_start")):
             # a live `run` owns this network and removes it itself; stop it instead
             os.kill(st["launcher_pid"], signal.SIGTERM)
             out.append(f"{st['topology']}: asked the running launcher (pid {st['launcher_pid']}) to stop")
