@@ -473,3 +473,26 @@ def test_sigterm_cleans_up(tmp_path: Path) -> None:
     assert p.returncode == 130, out[-5000:]
     assert "SIGTERM: stopping everything and cleaning up" in out
     assert_clean(p.pid, out)
+
+
+@pytest.mark.netns
+@pytest.mark.slow
+def test_crashing_learner_and_launcher_errors_clean_up(tmp_path: Path) -> None:
+    """An agent that fails (a bad learner flag) is named with its exit code and log tail, the run
+    stops with exit 1; a launcher error half-way through the build (a P4 program that does not
+    compile, after namespaces and the switch exist) also exits 1 and leaves nothing."""
+    rc, out, pid = _run([
+        "topologies/star.yaml", "--log-dir", str(tmp_path), "--run-name", "c", "--no-report",
+        "--learner-args", "--no-such-flag 1",
+    ])  # fmt: skip
+    assert rc == 1, out[-5000:]
+    assert re.search(r"learner \(pid \d+\) failed with exit code 2; last lines of", out), out[-5000:]
+    assert "--no-such-flag" in out
+    assert_clean(pid, out)
+
+    bad_p4 = write(tmp_path, "broken.p4", "control Broken( {\n")
+    topo = write(tmp_path, "broken.yaml", RATE.replace("s0: {}", f"s0: {{p4: {bad_p4}}}"))
+    rc, out, pid = _run([str(topo), "--log-dir", str(tmp_path), "--run-name", "b", "--no-report"])
+    assert rc == 1, out[-5000:]
+    assert "launcher error" in out and "broken.p4" in out, out[-3000:]
+    assert_clean(pid, out)

@@ -687,16 +687,16 @@ def _start_switches(net: Network) -> None:
             sw.proc.wait_ready(60)
             sw.address = f"127.0.0.1:{port}"
         net.write_state("building")
+        ports = ", ".join(f"{p}@{i}" for p, i in sorted(sw.ports.items()))
+        net.console.say(
+            f"switch {sw.spec.name} ({sw.target}, pid {sw.proc.pid}): P4Runtime {sw.address}, ports {ports}"
+        )
         sw.controller = SwitchController(sw.address, sw.mac, sw.ip)
         t0 = time.monotonic()
         p4info, config = _pipeline(sw.spec.p4, sw.target)
         sw.controller.client.set_pipeline(p4info, config)
-        ports = ", ".join(f"{p}@{i}" for p, i in sorted(sw.ports.items()))
         prog = sw.spec.p4.relative_to(REPO) if sw.spec.p4.is_relative_to(REPO) else sw.spec.p4
-        net.console.say(
-            f"switch {sw.spec.name} ({sw.target}, {prog}, pid {sw.proc.pid}) "
-            f"P4Runtime {sw.address}, ports {ports}; pipeline loaded in {time.monotonic() - t0:.1f}s"
-        )
+        net.console.say(f"switch {sw.spec.name}: {prog} loaded in {time.monotonic() - t0:.1f}s")
 
 
 def next_hops(net: Network) -> dict[str, dict[str, str]]:
