@@ -1160,8 +1160,10 @@ def _watch(
                 else:
                     console.say("learner finished")
                 return
-            if all(a.poll() is not None for a in actors):
-                failures.append("every actor is gone; stopping the learner")
+            # actors that exited 0 finished (their --max-steps or time budget): the learner ends
+            # by itself; if every actor died instead, nothing feeds it any more
+            if all(a.poll() not in (None, 0) for a in actors):
+                failures.append("every actor died; stopping the learner")
                 console.say(failures[-1])
                 return
         else:
