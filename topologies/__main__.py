@@ -52,8 +52,14 @@ def build_parser() -> argparse.ArgumentParser:
     d = sub.add_parser("down", help="remove a network left up (FILE's topology, or --all)")
     d.add_argument("file", type=Path, nargs="?")
     d.add_argument("--all", action="store_true", help="every network left up by `up` (and by killed runs)")
-    r = sub.add_parser("run", help="build, run the scenario, summarize, clean up")
-    r.add_argument("file", type=Path)
+    r = sub.add_parser(
+        "run",
+        help="build, run the scenario, summarize, clean up",
+        description="Build FILE's network, run its scenario, print a summary, remove everything.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    r.add_argument("file", type=Path, help="topology file (YAML, topologies/README.md)")
     r.add_argument("--time-budget-s", type=float, default=None, help="override scenario.time_budget_s")
     r.add_argument("--target-return", type=float, default=None, help="override scenario.target_return")
     r.add_argument(
