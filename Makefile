@@ -20,7 +20,7 @@ PYTEST_ARGS ?=
 # replay server's DPDK I/O path (dpdk_fallback/); redis-server for the Redis replay baseline.
 APT_PKGS := iproute2 ethtool iputils-ping libdpdk-dev pkg-config redis-server
 
-.PHONY: test run lint bmv2-test bench clean system-deps venv .venv replay-server
+.PHONY: test run demo lint bmv2-test bench clean system-deps venv .venv replay-server
 
 test: system-deps $(STAMP) replay-server
 	$(VPY) -m pytest -q $(PYTEST_ARGS)
@@ -30,8 +30,17 @@ test: system-deps $(STAMP) replay-server
 replay-server: system-deps
 	$(MAKE) -C dpdk_fallback
 
-# The bundled demo: the software switch runs an example P4 program and exchanges a few packets.
-run: system-deps $(STAMP)
+# The main job: Ape-X on CartPole over the `star` topology (software switch running p4/innet.p4,
+# the C replay server with the priorities in the switch, a learner and 4 actors, each in its own
+# network namespace) until return 475 or the file's time budget; progress, a summary and
+# runs/<run>/returns.png. Needs root. Other scenarios: make run RUN_FILE=topologies/two_tier.yaml
+RUN_FILE ?= topologies/star.yaml
+RUN_ARGS ?=
+run: system-deps $(STAMP) replay-server
+	$(VPY) -m topologies run $(RUN_FILE) $(RUN_ARGS)
+
+# The software switch's own demo: an example P4 program routes pings between two namespaces.
+demo: system-deps $(STAMP)
 	$(VPY) -m softswitch.demo
 
 lint: $(STAMP)

@@ -1,4 +1,4 @@
-"""`make run` until the main job exists: the software switch routes real pings.
+"""`make demo`: the software switch routes real pings.
 
 Two hosts live in network namespaces, each cabled to a switch port by a veth pair. The switch
 runs p4/examples/basic_router.p4 with AF_PACKET ports and a P4Runtime server; the controller is
