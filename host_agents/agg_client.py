@@ -273,7 +273,10 @@ class AggregationClient:
                     continue
                 slot = active[slot_i]
                 if op == OP_STALE and rnd != slot.round & 0xFFFF:
-                    self._on_stale(slot, _unwrap(slot.round, rnd), rounds_per_slot, stats)
+                    held = _unwrap(slot.round, rnd)
+                    if held < slot.round and self.asynchronous:
+                        continue  # a late reply to a packet of a round this slot has already left
+                    self._on_stale(slot, held, rounds_per_slot, stats)
                 elif op == OP_RESULT and rnd == slot.round & 0xFFFF:
                     c = slot.chunk
                     if c >= 0:
@@ -366,9 +369,16 @@ class AggregationClient:
                 self._send(slot, stats)
 
     def _on_stale(self, slot: _Slot, held: int, rounds_per_slot: int, stats: AllreduceStats) -> None:
-        """This host fell behind on ``slot`` (asynchronous jobs): the rest of its rounds in this call
-        stay missing (count and bitmap 0: no result came for them) and the slot rejoins at the first
-        round of the next call after ``held``."""
+        """This host fell behind on ``slot`` (asynchronous jobs): the switch's cell holds round
+        ``held``, later than the one this host sent. The slot's rounds in between stay missing
+        (count and bitmap 0: no result came for them) and the slot rejoins at the held round
+        itself, with this tensor's chunk for that round's position in the call (rounds are
+        counted from 1, ``rounds_per_slot`` per call). Round ``held``'s cell holds ``held``: a
+        late contribution gets the result back without being added, one the round still needs
+        is added; every later round is sent only after the previous one's result. Rejoining at
+        the next call's first round instead would restart cells whose round the in-step workers
+        are still filling (they lose contributions and skip calls in turn) and can leave a worker
+        alone in a round nobody else sends."""
         if not self.asynchronous:
             raise RuntimeError(
                 f"job {self.job_id} worker {self.worker_id}: the switch holds round {held} of slot "
@@ -376,6 +386,9 @@ class AggregationClient:
                 f"(a worker restarted or the job was reset); reset the job and restart every worker"
             )
         stats.stale += 1
-        log.info("slot %d: round %d is stale (switch holds %d)", slot.index, slot.round, held)
-        slot.rounds = []
-        slot.round = -(-held // rounds_per_slot) * rounds_per_slot  # the next round is the next call's first
+        log.info("slot %d: round %d is stale (switch holds %d): rejoining", slot.index, slot.round, held)
+        chunks = max(1, -(-(self._async_size or 0) // VALUES_PER_PACKET))
+        position = (held - 1) % rounds_per_slot
+        own = (slot.index + self.num_slots * j for j in range(position, rounds_per_slot))
+        slot.rounds = [c if c < chunks else -1 for c in own]
+        slot.round = held - 1  # _send_next counts the next round: held

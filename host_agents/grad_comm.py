@@ -13,21 +13,16 @@ Host-side transports report ``info = None``: every worker's tensor is in every s
 
 from __future__ import annotations
 
-import logging
-
 import torch
 
-from host_agents.agg_client import AggregationClient, AllreduceStats, ChunkInfo, _Slot
+from host_agents.agg_client import AggregationClient, ChunkInfo
 from host_agents.agg_protocol import AGG_UDP_PORT, VALUES_PER_PACKET
-
-log = logging.getLogger(__name__)
 
 __all__ = [
     "GradComm",
     "GlooComm",
     "LocalComm",
     "PSComm",
-    "RejoiningAggregationClient",
     "SwitchComm",
     "parse_addr",
 ]
@@ -75,36 +70,6 @@ class LocalComm(GradComm):
         return flat.clone(), None
 
 
-class RejoiningAggregationClient(AggregationClient):
-    """An ``AggregationClient`` whose asynchronous slots rejoin at the round the switch holds.
-
-    ``AggregationClient._on_stale`` (docs/protocol.md) moves a slot that got STALE to the first
-    round of the call *after* the one the switch holds. That round's predecessor is usually not
-    complete yet: the late worker restarts the cell the in-step workers are still filling (their
-    contributions are lost, they get STALE and skip the rest of the call in turn), and a worker
-    that started a call's first round alone waits for peers that skipped that call: all of them
-    stall until their retransmissions give up (seen as a 30 s hang and 'peers_left' in
-    bench.learning_dp). Here the slot rejoins at the held round ``h`` itself, with this call's
-    chunk for h's position in the call: round h's cell holds h (a late contribution gets the
-    result back without being added), and every later round is sent only after the previous
-    one's result, so no worker ever restarts a cell whose round is still in progress, and every
-    round a worker skips was already complete."""
-
-    def _on_stale(self, slot: _Slot, held: int, rounds_per_slot: int, stats: AllreduceStats) -> None:
-        if not self.asynchronous or self._async_size is None or held <= slot.round:
-            super()._on_stale(slot, held, rounds_per_slot, stats)
-            return
-        stats.stale += 1
-        log.info(
-            "slot %d: round %d is stale (switch holds %d): rejoining there", slot.index, slot.round, held
-        )
-        chunks = max(1, -(-self._async_size // VALUES_PER_PACKET))
-        position = (held - 1) % rounds_per_slot  # rounds are counted from 1, rounds_per_slot per call
-        own = (slot.index + self.num_slots * j for j in range(position, rounds_per_slot))
-        slot.rounds = [c if c < chunks else -1 for c in own]
-        slot.round = held - 1  # _send_next counts the next round: held
-
-
 class SwitchComm(GradComm):
     name = "switch"
 
@@ -122,7 +87,7 @@ class SwitchComm(GradComm):
         max_tries: int,
     ) -> None:
         super().__init__(num_workers)
-        self.client = RejoiningAggregationClient(
+        self.client = AggregationClient(
             parse_addr(switch, AGG_UDP_PORT),
             job_id,
             worker_id,

@@ -123,28 +123,6 @@ def test_chunk_kinds_tell_gradients_parameters_and_mixtures_apart() -> None:
     assert params.tolist() == [False, True, False, False]
 
 
-def test_async_slot_rejoins_at_the_round_the_switch_holds() -> None:
-    """After STALE a slot takes part in the held round with that round's chunk, not in the next
-    call (whose first round would restart a cell the in-step workers are still filling)."""
-    from host_agents.agg_client import AllreduceStats, _Slot
-    from host_agents.grad_comm import RejoiningAggregationClient
-
-    client = RejoiningAggregationClient(
-        ("127.0.0.1", 47000), 1, 0, 4, 4, ("127.0.0.1", 0), threshold=3, fixed_exponent=1
-    )
-    try:
-        client._async_size = 10 * VALUES_PER_PACKET  # 10 chunks on 4 slots: 3 rounds per call
-        slot = _Slot(1, rounds=[5, 9], round=1)  # call 1, sent chunk 1 in round 1; chunks 5, 9 to come
-        stats = AllreduceStats()
-        client._on_stale(slot, 8, 3, stats)  # the switch holds round 8: call 3, second position
-        assert (slot.round, slot.rounds, stats.stale) == (7, [5, 9], 1)
-        slot = _Slot(3, rounds=[7, -1], round=1)
-        client._on_stale(slot, 9, 3, AllreduceStats())  # call 3's last round: slot 3 pads there
-        assert (slot.round, slot.rounds) == (8, [-1])
-    finally:
-        client.close()
-
-
 def test_importance_weights_are_truncated() -> None:
     logp = torch.log(torch.tensor([0.5, 0.9, 0.1]))
     mu = torch.log(torch.tensor([0.5, 0.3, 0.4]))
