@@ -57,8 +57,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import nn
+
+from host_agents.apex import double_q_loss
 
 __all__ = [
     "PARAM_VERSION_FLAG",
@@ -187,14 +188,18 @@ def dqn_loss(
     dones: torch.Tensor,
     gamma: float,
 ) -> tuple[torch.Tensor, dict[str, float]]:
-    """Double DQN Huber loss: the online net picks the next action, the target net values it."""
-    q = q_net(obs).gather(1, actions.long().unsqueeze(1)).squeeze(1)
-    with torch.no_grad():
-        next_a = q_net(next_obs).argmax(dim=1, keepdim=True)
-        next_q = target_net(next_obs).gather(1, next_a).squeeze(1)
-        target = rewards + gamma * (1.0 - dones) * next_q
-    loss = F.smooth_l1_loss(q, target)
-    return loss, {"loss": loss.item(), "q_mean": q.mean().item()}
+    """Double DQN Huber loss on one-step transitions: ``host_agents.apex.double_q_loss`` (the
+    online net picks the next action, the target net values it) with returns = rewards and
+    discounts = gamma * (1 - dones)."""
+    batch = {
+        "obs": obs,
+        "actions": actions.long(),
+        "returns": rewards,
+        "next_obs": next_obs,
+        "discounts": gamma * (1.0 - dones),
+    }
+    out = double_q_loss(q_net, target_net, batch)
+    return out.loss, {"loss": out.loss.item(), "q_mean": out.q_mean}
 
 
 PARAM_VERSION_FLAG = 1 << 31

@@ -74,8 +74,15 @@ from host_agents.dp_algorithms import (
     ppo_loss,
 )
 from host_agents.envs import env_info, make_env
-from host_agents.grad_comm import GlooComm, GradComm, LocalComm, PSComm, SwitchComm
-from host_agents.metrics import PhaseTimer, Progress, RunLogger, load_checkpoint, save_checkpoint
+from host_agents.grad_comm import GlooComm, GradComm, LocalComm, PSComm, SwitchComm, parse_addr
+from host_agents.metrics import (
+    PhaseTimer,
+    Progress,
+    RunLogger,
+    communication_share,
+    load_checkpoint,
+    save_checkpoint,
+)
 from host_agents.networks import (
     ActorCritic,
     DuelingQNetwork,
@@ -97,6 +104,9 @@ DEFAULT_LR = {"ppo": 2.5e-4, "a2c": 7e-4, "dqn": 5e-4}
 # Parameters travel scaled by this in a resynchronisation call, so that the fixed-point bound
 # 2**fixed_exponent (2 by default) admits parameters up to 2**(fixed_exponent + 4) (32).
 PARAM_SEND_SCALE = 2.0**-4
+# The largest replay a DQN worker allocates (observation and next observation per transition).
+MAX_REPLAY_BYTES = 2 << 30
+COMM_PHASES = ["allreduce"]  # the worker's only communication phase (metrics.communication_share)
 
 
 @dataclass
@@ -169,11 +179,13 @@ class WorkerConfig(RunConfig):
     max_grad_norm: float = 0.5
     """each worker clips its own gradient to this L2 norm before the allreduce (0: no clipping)"""
     buffer_size: int = 10_000
-    """DQN: local replay capacity per worker"""
+    """DQN: local replay capacity per worker (transitions; Atari frames take 2 x 28 KB each, and
+    a replay over 2 GiB is refused)"""
     batch_size: int = 64
     """DQN: sampled transitions per update per worker"""
     learning_starts: int = 1000
-    """DQN: environment steps per worker before the first update"""
+    """DQN: transitions in the worker's own replay before its first update (also after
+    --resume: the replay is not saved, so a resumed worker refills it first)"""
     train_every: int = 4
     """DQN: environment steps (per environment) between updates"""
     target_update: int = 100
@@ -193,9 +205,10 @@ class WorkerConfig(RunConfig):
     is_truncation: float = 0.0
     """importance-sampling truncation rho-bar for the policy-gradient loss (0: off)"""
     target_return: float = 0.0
-    """stop every worker once worker 0's periodic evaluation reaches this mean return (0: never)"""
+    """stop every worker once worker 0's periodic evaluation reaches this mean return (0: never;
+    needs --eval-interval and --eval-episodes)"""
     eval_interval: int = 10
-    """iterations between worker 0's periodic evaluations (0: none)"""
+    """iterations between worker 0's periodic evaluations of --eval-episodes episodes (0: none)"""
     slowdown_s: float = 0.0
     """seconds this worker sleeps per iteration (emulates a straggler in asynchronous experiments)"""
 
@@ -254,6 +267,16 @@ class WorkerConfig(RunConfig):
             raise ConfigError(f"--resync-interval must be >= 0, got {self.resync_interval}")
         if self.lr < 0 or self.agg_timeout_s <= 0 or self.comm_timeout_s <= 0 or self.slowdown_s < 0:
             raise ConfigError("--lr, --slowdown-s must be >= 0 and the timeouts > 0")
+        if self.target_return and not (self.eval_interval and self.eval_episodes):
+            raise ConfigError(
+                "--target-return is checked by worker 0's periodic evaluation: it needs "
+                f"--eval-interval and --eval-episodes > 0 (got {self.eval_interval} and {self.eval_episodes})"
+            )
+        for flag, text, default_port in (("--ps", self.ps, 5555), ("--gloo-init", self.gloo_init, 29500)):
+            try:
+                parse_addr(text, default_port)
+            except ValueError as e:
+                raise ConfigError(f"{flag}: {e}") from None
         if self.lr == 0:
             self.lr = DEFAULT_LR[self.algo]
 
@@ -293,18 +316,15 @@ def make_comm(cfg: WorkerConfig) -> GradComm:
     return GlooComm(cfg.gloo_init, cfg.worker, cfg.num_workers, cfg.comm_timeout_s, cfg.gloo_ifname or None)
 
 
-def communication_share(split: dict[str, float]) -> float:
-    """Share of the time spent in allreduce (evaluation and checkpoints are not communication)."""
-    total = sum(split.values())
-    return 0.0 if total <= 0 else split.get("allreduce", 0.0) / total
-
-
 class _Replay:
     """Uniform replay of one worker (DQN)."""
 
-    def __init__(self, capacity: int, obs_dim: int, rng: np.random.Generator) -> None:
-        self.obs = np.zeros((capacity, obs_dim), np.float32)
-        self.next_obs = np.zeros((capacity, obs_dim), np.float32)
+    def __init__(
+        self, capacity: int, obs_shape: tuple[int, ...], obs_dtype: np.dtype, rng: np.random.Generator
+    ) -> None:
+        # observations as the environment gives them (Atari: uint8 frames, [capacity, 4, 84, 84])
+        self.obs = np.zeros((capacity, *obs_shape), obs_dtype)
+        self.next_obs = np.zeros((capacity, *obs_shape), obs_dtype)
         self.actions = np.zeros(capacity, np.int64)
         self.rewards = np.zeros(capacity, np.float32)
         self.dones = np.zeros(capacity, np.float32)
@@ -322,6 +342,10 @@ class _Replay:
         self.pos = (i + 1) % self.capacity
         self.size = min(self.size + 1, self.capacity)
 
+    @staticmethod
+    def bytes_needed(capacity: int, obs_shape: tuple[int, ...], obs_dtype: np.dtype) -> int:
+        return capacity * (2 * int(np.prod(obs_shape)) * np.dtype(obs_dtype).itemsize + 8 + 4 + 4)
+
     def sample(self, n: int) -> tuple[np.ndarray, ...]:
         idx = self.rng.integers(0, self.size, n)
         return self.obs[idx], self.actions[idx], self.rewards[idx], self.next_obs[idx], self.dones[idx]
@@ -335,8 +359,18 @@ class Worker:
     def __init__(self, cfg: WorkerConfig) -> None:
         self.cfg = cfg
         info = env_info(cfg.env)  # ConfigError for an unknown or unsupported environment
+        self.info = info
+        if cfg.algo == "dqn":
+            need = _Replay.bytes_needed(cfg.buffer_size, info.obs_shape, info.obs_dtype)
+            if need > MAX_REPLAY_BYTES:
+                per = _Replay.bytes_needed(1, info.obs_shape, info.obs_dtype)
+                raise ConfigError(
+                    f"--buffer-size {cfg.buffer_size} on {cfg.env} would need {need / 2**30:.1f} GiB of "
+                    f"replay ({per} bytes per transition); at most {MAX_REPLAY_BYTES / 2**30:.0f} GiB: "
+                    f"use --buffer-size {MAX_REPLAY_BYTES // per} or less"
+                )
         torch.set_num_threads(cfg.torch_threads)
-        self.device = select_device(cfg.device)
+        self.device = select_device(cfg.device)  # ConfigError for a bad or absent device
         self.role = f"worker-{cfg.worker}"
         self.run_dir = cfg.run_dir(self.role)
         # Same seed on every worker: identical initial parameters.
@@ -350,18 +384,16 @@ class Worker:
         else:
             self.model = ActorCritic(info.obs_shape, info.num_actions, cfg.hidden).to(self.device)
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=cfg.lr, eps=1e-5)
-        # From here on each worker draws its own random numbers (actions, minibatches).
-        own_seed = cfg.seed + 1000 * (cfg.worker + 1)
-        self.rng = seed_everything(own_seed)
-        self.envs = [make_env(cfg.env, seed=own_seed + e) for e in range(cfg.num_envs)]
-        self.obs = np.stack(
-            [np.asarray(env.reset(seed=own_seed + e)[0], np.float32) for e, env in enumerate(self.envs)]
-        )
-        self.ep_return = np.zeros(cfg.num_envs)
-        self.ep_length = np.zeros(cfg.num_envs, np.int64)
+        # From here on each worker draws its own random numbers (actions, minibatches): a large
+        # odd multiplier keeps (seed, worker) pairs apart, as the Ape-X actors do.
+        self.own_seed = cfg.seed * 1_000_003 + 7919 * (cfg.worker + 1)
+        self.rng = seed_everything(self.own_seed)
+        self.env_seeds = 0  # environment seeds used so far (restored on --resume, which takes new ones)
+        self.envs = [make_env(cfg.env, seed=self.own_seed + e) for e in range(cfg.num_envs)]
+        self._reset_envs()
         self.recent_returns: deque[float] = deque(maxlen=10)
         self.replay = (
-            _Replay(cfg.buffer_size, int(np.prod(info.obs_shape)), self.rng) if cfg.algo == "dqn" else None
+            _Replay(cfg.buffer_size, info.obs_shape, info.obs_dtype, self.rng) if cfg.algo == "dqn" else None
         )
         self.num_params = sum(p.numel() for p in self.model.parameters())
         self.padded = -(-self.num_params // VALUES_PER_PACKET) * VALUES_PER_PACKET
@@ -374,6 +406,7 @@ class Worker:
         self.dqn_steps = 0  # DQN: steps of the environment loop (train_every counts these)
         self.iterations = 0
         self.episodes = 0
+        self.evaluations = 0  # periodic evaluations so far (each takes its own seeds)
         self.reached: dict[str, Any] | None = None  # when worker 0's evaluation first met the target
         # control state
         self.known_done = np.zeros(cfg.num_workers, bool)
@@ -387,6 +420,14 @@ class Worker:
         self.iter_stats: dict[str, list[float]] = {}
         self.comm: GradComm | None = None
         self.logger: RunLogger | None = None
+
+    def _reset_envs(self) -> None:
+        """Start a new episode in every environment with seeds not used before by this worker."""
+        base = self.own_seed + self.env_seeds
+        self.obs = np.stack([np.asarray(env.reset(seed=base + e)[0]) for e, env in enumerate(self.envs)])
+        self.env_seeds += len(self.envs)
+        self.ep_return = np.zeros(len(self.envs))
+        self.ep_length = np.zeros(len(self.envs), np.int64)
 
     # ------------------------------------------------------------------ control
 
@@ -546,8 +587,9 @@ class Worker:
     def _step_envs(
         self, actions: np.ndarray, values_fn=None
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list]:  # type: ignore[no-untyped-def]
-        """Step every environment; returns (next obs, rewards, dones, [(final obs, env) for
-        truncated episodes]). Ended episodes are reset and their returns logged."""
+        """Step every environment; returns (next obs, learning rewards (clipped to [-1, 1] on
+        Atari), dones, [env index of each truncated episode]). Ended episodes are reset and their
+        (unclipped) returns logged."""
         E = self.cfg.num_envs
         rewards = np.zeros(E, np.float32)
         dones = np.zeros(E, np.float32)
@@ -555,9 +597,10 @@ class Worker:
         truncated_at = []
         for e, env in enumerate(self.envs):
             obs, reward, terminated, truncated, _ = env.step(int(actions[e]))
-            obs = np.asarray(obs, np.float32)
+            obs = np.asarray(obs)
             real_next[e] = obs
-            rewards[e] = reward
+            # Atari rewards are clipped for learning only; the logged return is the game's
+            rewards[e] = np.clip(reward, -1.0, 1.0) if self.info.atari else reward
             self.ep_return[e] += reward
             self.ep_length[e] += 1
             if terminated or truncated:
@@ -570,7 +613,7 @@ class Worker:
                 self.logger.scalar("episode/length", self.ep_length[e], self.env_steps + e + 1)
                 self.recent_returns.append(float(self.ep_return[e]))
                 self.ep_return[e], self.ep_length[e] = 0.0, 0
-                obs = np.asarray(env.reset()[0], np.float32)
+                obs = np.asarray(env.reset()[0])
             self.obs[e] = obs
         self.env_steps += E
         return real_next, rewards, dones, truncated_at
@@ -587,7 +630,7 @@ class Worker:
         """One PPO/A2C iteration: a rollout, then the updates (one allreduce per minibatch)."""
         cfg = self.cfg
         T, E = cfg.rollout_steps, cfg.num_envs
-        obs_buf = np.zeros((T, E) + self.obs.shape[1:], np.float32)
+        obs_buf = np.zeros((T, E) + self.obs.shape[1:], self.obs.dtype)
         act_buf = np.zeros((T, E), np.int64)
         logp_buf = np.zeros((T, E), np.float32)
         val_buf = np.zeros((T, E), np.float32)
@@ -661,7 +704,9 @@ class Worker:
 
     def iteration_dqn(self) -> None:
         """``rollout_steps`` environment steps with epsilon-greedy actions; an update (one
-        allreduce) every ``train_every`` steps once ``learning_starts`` steps are in the replay."""
+        allreduce) every ``train_every`` steps once the replay holds ``learning_starts`` (and at
+        least ``batch_size``) transitions: its own size, so that a resumed worker (whose replay was
+        not saved) refills it before training."""
         cfg = self.cfg
         assert self.replay is not None
         for _ in range(cfg.rollout_steps):
@@ -678,7 +723,8 @@ class Worker:
             for e in range(cfg.num_envs):
                 terminal = bool(dones[e]) and e not in truncated  # a time limit is not a terminal state
                 self.replay.add(before[e], int(actions[e]), float(rewards[e]), real_next[e], terminal)
-            if self.env_steps >= cfg.learning_starts and self.dqn_steps % cfg.train_every == 0:
+            warm = self.replay.size >= max(cfg.learning_starts, cfg.batch_size)
+            if warm and self.dqn_steps % cfg.train_every == 0:
                 o, a, r, o2, d = (
                     torch.as_tensor(x, device=self.device) for x in self.replay.sample(cfg.batch_size)
                 )
@@ -696,12 +742,21 @@ class Worker:
 
     def act_greedy(self, obs: np.ndarray) -> int:
         with torch.no_grad():
-            out = self.model(torch.as_tensor(np.asarray(obs, np.float32)[None], device=self.device))
+            out = self.model(torch.as_tensor(np.asarray(obs, self.obs.dtype)[None], device=self.device))
             logits = out[0] if isinstance(out, tuple) else out
             return int(logits.argmax(dim=1).item())
 
-    def evaluate(self, episodes: int) -> list[float]:
-        return evaluate(self.act_greedy, self.cfg.env, episodes, seed=self.cfg.seed + 10_000)
+    def eval_seed(self, periodic: int | None) -> int:
+        """First seed of an evaluation's episodes (episode i takes this + i): periodic evaluation
+        k takes the k+1-th block of --eval-episodes seeds, the final evaluation the block before
+        them, so no two evaluations of a run replay the same episodes. The same on every worker
+        (synchronous workers' identical models evaluate identically)."""
+        base = self.cfg.seed * 1_000_003 + 500_009
+        return base if periodic is None else base + self.cfg.eval_episodes * (periodic + 1)
+
+    def evaluate(self, episodes: int, periodic: int | None = None) -> list[float]:
+        with self.timer.phase("evaluate"):
+            return evaluate(self.act_greedy, self.cfg.env, episodes, seed=self.eval_seed(periodic))
 
     def state(self) -> dict[str, Any]:
         state = {
@@ -715,6 +770,13 @@ class Worker:
                 "dqn_steps": self.dqn_steps,
                 "iterations": self.iterations,
                 "episodes": self.episodes,
+                "evaluations": self.evaluations,
+                "env_seeds": self.env_seeds,
+            },
+            "rng": {
+                "numpy": self.rng.bit_generator.state,
+                "torch": torch.get_rng_state(),
+                "cuda": torch.cuda.get_rng_state_all() if self.device.type == "cuda" else None,
             },
             "reached": self.reached,
             "config": asdict(self.cfg),
@@ -737,6 +799,13 @@ class Worker:
         for k, v in state["counters"].items():
             setattr(self, k, v)
         self.reached = state.get("reached")
+        rng = state.get("rng")
+        if rng is not None:  # the random streams go on where the saved run left them
+            self.rng.bit_generator.state = rng["numpy"]
+            torch.set_rng_state(rng["torch"])
+            if rng.get("cuda") is not None and self.device.type == "cuda":
+                torch.cuda.set_rng_state_all(rng["cuda"])
+        self._reset_envs()  # the saved run's episodes are lost: new ones, on seeds not used yet
 
     def params_sha256(self) -> str:
         return hashlib.sha256(flat_params(self.model).tobytes()).hexdigest()
@@ -752,9 +821,10 @@ class Worker:
         log.scalar("env/steps_per_s", (self.env_steps - steps_before) / dt, step)
         log.scalar("time/allreduce", split.get("allreduce", 0.0), step)
         log.scalar("time/computation", split.get("computation", 0.0), step)
-        if "eval" in split:
-            log.scalar("time/eval", split["eval"], step)
-        log.scalar("time/communication_share", communication_share(split), step)
+        for phase in ("evaluate", "checkpoint"):
+            if phase in split:
+                log.scalar(f"time/{phase}", split[phase], step)
+        log.scalar("time/communication_share", communication_share(split, COMM_PHASES), step)
         log.scalar("train/updates", self.updates, step)
         for tag, values in self.iter_stats.items():
             log.scalar(tag, float(np.mean(values)), step)
@@ -765,7 +835,7 @@ class Worker:
         ckpt_path = self.run_dir / "checkpoint.pt"
         if cfg.resume and ckpt_path.exists():
             self.restore(ckpt_path)
-        self.logger = RunLogger(self.run_dir, tensorboard=cfg.tensorboard)
+        self.logger = RunLogger(self.run_dir, tensorboard=cfg.tensorboard, resume=cfg.resume)
         progress = Progress(self.role, cfg.progress_interval_s)
         self.comm = make_comm(cfg)
         self.start = time.monotonic()
@@ -773,19 +843,30 @@ class Worker:
         self.timer = PhaseTimer()
         wall0 = time.perf_counter()
         iterate = self.iteration_dqn if cfg.algo == "dqn" else self.iteration_pg
+        first = True
         try:
             while True:
                 steps_before, t0 = self.env_steps, time.perf_counter()
                 stopping = False
+                if first and self.env_steps >= cfg.max_steps:  # resumed at the end: every worker alike
+                    self.stop_reason = "max_steps"
+                    break
+                first = False
                 try:
                     if cfg.slowdown_s:
                         time.sleep(cfg.slowdown_s)
                     iterate()
-                    if self.comm.name == "local" or cfg.algo == "dqn" and self.updates == 0:
-                        # nothing travels (local) or no update yet (DQN warm-up): decide here
-                        reason = self._want_done()
-                        if reason:
-                            self.stop_reason, stopping = reason, True
+                    if self.comm.name == "local":
+                        reason = self._want_done()  # nothing travels: decide here
+                    elif cfg.algo == "dqn" and self.updates == 0:
+                        # DQN warm-up, no call yet: max_steps comes at the same step on every
+                        # worker, but a time budget would not; it waits for the first call's
+                        # control chunk (every worker then stops together)
+                        reason = "max_steps" if self.env_steps >= cfg.max_steps else ""
+                    else:
+                        reason = ""
+                    if reason:
+                        self.stop_reason, stopping = reason, True
                 except _StopTraining:
                     stopping = True
                 self.iterations += 1
@@ -793,11 +874,12 @@ class Worker:
                 if (
                     cfg.worker == 0
                     and cfg.eval_interval
+                    and cfg.eval_episodes
                     and self.iterations % cfg.eval_interval == 0
                     and not stopping
                 ):
-                    with self.timer.phase("eval"):
-                        returns = self.evaluate(min(cfg.eval_episodes or 10, 10))
+                    returns = self.evaluate(cfg.eval_episodes, periodic=self.evaluations)
+                    self.evaluations += 1
                     mean = float(np.mean(returns))
                     self.logger.scalar("eval/return_mean", mean, self.env_steps)
                     if cfg.target_return and mean >= cfg.target_return and self.reached is None:
@@ -821,7 +903,8 @@ class Worker:
                 ):
                     self.ckpt_requested = False
                     self.next_ckpt = time.monotonic() + cfg.checkpoint_interval_s
-                    save_checkpoint(ckpt_path, self.state())
+                    with self.timer.phase("checkpoint"):
+                        save_checkpoint(ckpt_path, self.state())
                 progress.maybe(self._progress_text)
                 if stopping:
                     break
@@ -829,10 +912,11 @@ class Worker:
             self.comm.close()
             for env in self.envs:
                 env.close()
-        save_checkpoint(ckpt_path, self.state())
+        with self.timer.phase("checkpoint"):
+            save_checkpoint(ckpt_path, self.state())
         wall = time.perf_counter() - wall0
-        totals = self.timer.totals()
         eval_returns = self.evaluate(cfg.eval_episodes) if cfg.eval_episodes else []
+        totals = self.timer.totals()
         summary = {
             "role": self.role,
             "algo": cfg.algo,
@@ -849,7 +933,7 @@ class Worker:
             "episodes": self.episodes,
             "wall_s": wall,
             "phase_totals_s": totals,
-            "communication_share": communication_share(totals),
+            "communication_share": communication_share(totals, COMM_PHASES),
             "eval_returns": eval_returns,
             "eval_return_mean": float(np.mean(eval_returns)) if eval_returns else None,
             "stop_reason": self.stop_reason,
@@ -872,7 +956,7 @@ class Worker:
         totals = self.timer.totals()
         return (
             f"steps {self.env_steps} updates {self.updates} episodes {self.episodes} "
-            f"return {ret} comm {100 * communication_share(totals):.0f}%"
+            f"return {ret} comm {100 * communication_share(totals, COMM_PHASES):.0f}%"
         )
 
 

@@ -250,9 +250,119 @@ def test_local_ppo_logs_checkpoints_and_resumes(tmp_path: Path) -> None:
     assert len(first["eval_returns"]) == 2 and first["eval_return_mean"] == np.mean(first["eval_returns"])
     assert (run / "checkpoint.pt").exists()
     assert all(v >= 0 for v in first["phase_totals_s"].values())
+    totals = first["phase_totals_s"]
+    assert totals["evaluate"] > 0  # periodic and final evaluations: neither computation nor communication
+    assert first["communication_share"] == pytest.approx(
+        totals["allreduce"] / (totals["allreduce"] + totals["computation"])
+    )
     _finish([_worker([*common, "--max-steps", "500", "--resume"])])
     second = json.loads((run / "summary.json").read_text())
     assert second["env_steps"] == 512 and second["updates"] > first["updates"]
+    steps = [step for step, _ in read_metrics(run)["train/updates"]]
+    assert min(steps) <= 320 < max(steps), "a resumed run appends to metrics.jsonl"
+
+
+def test_resume_with_nothing_left_to_do_writes_what_it_loaded(tmp_path: Path) -> None:
+    """Parameters, optimizer, counters and random streams come back exactly: a run resumed at its
+    --max-steps makes no update and saves the checkpoint it loaded (environments take new seeds)."""
+    import torch
+
+    for algo in ("ppo", "dqn"):
+        common = [
+            "--algo", algo, "--comm", "local", "--log-dir", str(tmp_path), "--run-name", algo,
+            "--rollout-steps", "64", "--max-steps", "256", "--learning-starts", "64",
+            "--eval-episodes", "1", "--num-envs", "2",
+        ]  # fmt: skip
+        _finish([_worker(common)])
+        ckpt = tmp_path / algo / "worker-0" / "checkpoint.pt"
+        before = torch.load(ckpt, weights_only=False)
+        assert before["counters"]["updates"] > 0
+        _finish([_worker([*common, "--resume"])])
+        after = torch.load(ckpt, weights_only=False)
+        for name in ("model", "target") if algo == "dqn" else ("model",):
+            assert before[name].keys() == after[name].keys()
+            for k in before[name]:
+                assert torch.equal(before[name][k], after[name][k]), f"{algo} {name} {k}"
+        opt_a, opt_b = before["optimizer"], after["optimizer"]
+        assert opt_a["param_groups"] == opt_b["param_groups"]
+        for i, st in opt_a["state"].items():
+            for k, v in st.items():
+                assert torch.equal(v, opt_b["state"][i][k]), f"{algo} optimizer {i} {k}"
+        assert before["rng"]["numpy"] == after["rng"]["numpy"]
+        assert torch.equal(before["rng"]["torch"], after["rng"]["torch"])
+        expected = dict(before["counters"], env_seeds=before["counters"]["env_seeds"] + 2)
+        assert after["counters"] == expected  # the resumed environments took 2 new seeds
+        assert _summary(tmp_path / algo, 0)["stop_reason"] == "max_steps"
+
+
+def test_dqn_resume_refills_its_replay_before_training(tmp_path: Path) -> None:
+    """The replay is not saved: a resumed DQN worker trains only once its own replay holds
+    --learning-starts transitions again, not at once because the restored env_steps passed it."""
+    common = [
+        "--algo", "dqn", "--comm", "local", "--log-dir", str(tmp_path), "--run-name", "dqn",
+        "--rollout-steps", "50", "--learning-starts", "100", "--eval-episodes", "0",
+    ]  # fmt: skip
+    _finish([_worker([*common, "--max-steps", "300"])])
+    assert _summary(tmp_path / "dqn", 0)["updates"] == (300 - 100) // 4 + 1
+    _finish([_worker([*common, "--max-steps", "400", "--resume"])])
+    # steps 301..400 refill the replay to 100 transitions at step 400: one more update there
+    assert _summary(tmp_path / "dqn", 0)["updates"] == (300 - 100) // 4 + 2
+
+
+def test_worker_seeds_and_evaluation_seeds_do_not_collide() -> None:
+    from host_agents.worker import Worker, WorkerConfig
+
+    def worker(seed: int, index: int) -> Worker:
+        cfg = WorkerConfig(seed=seed, worker=index, num_workers=2, comm="ps", eval_episodes=5)
+        return Worker(cfg)
+
+    a, b = worker(1000, 0), worker(0, 1)
+    assert a.own_seed != b.own_seed and not np.array_equal(a.obs, b.obs)
+    final = set(range(a.eval_seed(None), a.eval_seed(None) + 5))
+    periodic = [set(range(a.eval_seed(k), a.eval_seed(k) + 5)) for k in range(3)]
+    assert not final & set().union(*periodic)
+    assert all(not periodic[i] & periodic[j] for i in range(3) for j in range(i + 1, 3))
+    assert a.eval_seed(0) == worker(1000, 1).eval_seed(0)  # the same on every worker
+
+
+def test_dqn_on_atari_stores_uint8_frames_and_trains(tmp_path: Path) -> None:
+    """The replay keeps the environment's uint8 [4, 84, 84] frames (the CNN's input); a replay
+    that would take GBs is refused with the size it would need."""
+    from host_agents.worker import Worker, WorkerConfig
+
+    cfg = WorkerConfig(
+        env="ALE/Breakout-v5", algo="dqn", buffer_size=200, batch_size=8, learning_starts=32,
+        rollout_steps=40, log_dir=str(tmp_path), tensorboard=False, progress_interval_s=0,
+        max_steps=80, eval_episodes=0,
+    )  # fmt: skip
+    w = Worker(cfg)
+    assert w.replay is not None and w.replay.obs.shape == (200, 4, 84, 84) and w.replay.obs.dtype == np.uint8
+    summary = w.run()
+    assert summary["updates"] == (80 - 32) // 4 + 1 and summary["stop_reason"] == "max_steps"
+    p = _worker([*"--algo dqn --env ALE/Breakout-v5 --buffer-size 100000 --log-dir".split(), str(tmp_path)])
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 2 and "would need 5.3 GiB of replay" in err.strip().splitlines()[-1], err
+
+
+def test_dqn_time_budget_during_warm_up_stops_every_worker_together(tmp_path: Path) -> None:
+    """Worker 1 runs out of time during the DQN warm-up (no call yet), worker 0 does not: the
+    stop waits for the first call's control chunk, so worker 0 is not left alone in it."""
+    with ParameterServer("127.0.0.1", 0, 2, round_timeout_s=30) as server:
+        common = (
+            "--algo dqn --comm ps --num-workers 2 --run-name warm --rollout-steps 50 --learning-starts 100 "
+            "--eval-episodes 0 --comm-timeout-s 20 --time-budget-s 1"
+        ).split()
+        procs = [
+            _worker(
+                [*common, "--ps", f"127.0.0.1:{server.port}", "--worker", str(i), "--log-dir", str(tmp_path)]
+                + (["--slowdown-s", "1.5"] if i == 1 else [])
+            )
+            for i in range(2)
+        ]
+        _finish(procs)
+    s = [_summary(tmp_path / "warm", i) for i in range(2)]
+    assert s[0]["updates"] == s[1]["updates"] == 1
+    assert s[1]["stop_reason"] == "time_budget" and s[0]["params_sha256"] == s[1]["params_sha256"]
 
 
 def test_local_a2c_and_dqn_train(tmp_path: Path) -> None:
@@ -334,6 +444,11 @@ def test_local_a2c_and_dqn_train(tmp_path: Path) -> None:
             "no result for slot",
         ),
         (["--comm", "ps", "--ps", "127.0.0.1:1", "--num-workers", "2"], 1, "unreachable"),
+        (["--device", "gpu"], 2, "unknown device 'gpu'"),
+        (["--comm", "ps", "--num-workers", "2", "--ps", "127.0.0.1:abc"], 2, "--ps: bad address"),
+        (["--comm", "gloo", "--num-workers", "2", "--gloo-init", "h:x"], 2, "--gloo-init: bad address"),
+        (["--target-return", "100", "--eval-interval", "0"], 2, "--target-return"),
+        (["--target-return", "100", "--eval-episodes", "0"], 2, "--target-return"),
     ],
     ids=[
         "unknown-env",
@@ -343,6 +458,11 @@ def test_local_a2c_and_dqn_train(tmp_path: Path) -> None:
         "batch-vs-replay",
         "no-switch",
         "no-ps",
+        "bad-device",
+        "bad-ps-port",
+        "bad-gloo-port",
+        "target-no-eval-interval",
+        "target-no-eval-episodes",
     ],
 )
 def test_bad_configuration_is_one_line_and_nonzero(
