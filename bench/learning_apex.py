@@ -33,15 +33,12 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
+from bench.common import progress
 from host_agents.netutil import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
 REPLAY_PORT = 47100
-
-
-def log(msg: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -215,7 +212,7 @@ def run(args: argparse.Namespace) -> dict:
     py = sys.executable
     with contextlib.ExitStack() as stack:
         launcher = Launcher(args, run_dir, stack)
-        log(f"replay server up ({args.replay_backend} backend, {launcher.server_ip}:{launcher.port})")
+        progress(f"replay server up ({args.replay_backend} backend, {launcher.server_ip}:{launcher.port})")
         common = common_flags(args, run_name) + launcher.replay_flags()
         learner_argv = [
             py, "-m", "host_agents.learner", *common,
@@ -244,7 +241,7 @@ def run(args: argparse.Namespace) -> dict:
             ]  # fmt: skip
             out = stack.enter_context(open(run_dir / f"actor{i}.log", "w"))
             actors.append(launcher.start(2 + i, argv, out))
-        log(f"{args.num_actors} actors and the learner started; logs in {run_dir}")
+        progress(f"{args.num_actors} actors and the learner started; logs in {run_dir}")
         procs = [learner, *actors]
         deadline = t0 + args.time_budget_s + 120  # the processes stop themselves; this is a backstop
         try:
@@ -255,7 +252,7 @@ def run(args: argparse.Namespace) -> dict:
                 if time.monotonic() - last_report >= 30:
                     last_report = time.monotonic()
                     lines = (run_dir / "learner.log").read_text().strip().splitlines()
-                    log(lines[-1] if lines else "learner: no output yet")
+                    progress(lines[-1] if lines else "learner: no output yet")
                 time.sleep(0.5)
         finally:
             stop_all(procs)
