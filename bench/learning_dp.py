@@ -14,6 +14,12 @@ Runs (same seeds, same hyperparameters):
 
 Reports env steps (all workers), updates and wall-clock to the target for each, prints a table
 and writes JSON to ``bench/results/learning-dp-<timestamp>.json``. Needs root (namespaces).
+``env_steps_to_target``: synchronous runs keep the workers in lockstep, so it is exactly worker
+0's env steps when its evaluation met the target times N; asynchronous workers step at their
+own pace (a straggler takes fewer), so it is the sum of every worker's own env steps when it
+stopped (each stops within about one call of hearing the stop): an upper bound, marked
+``env_steps_to_target_kind``. Exit status: 0 when every run reached the target, 3 when one did
+not (the runs themselves worked), 1 when a worker failed, 2 for bad arguments.
 
     sudo .venv/bin/python -m bench.learning_dp                       # all four runs
     sudo .venv/bin/python -m bench.learning_dp --runs sync-switch,sync-gloo --seeds 1,2
@@ -23,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import signal
 import subprocess
 import sys
@@ -118,7 +125,7 @@ def worker_argv(
             argv.append("--no-staleness-scaling")
         if w.worker_id == args.workers - 1:
             argv += ["--slowdown-s", str(args.straggler_s)]
-    return argv + args.worker_args.split()
+    return argv + shlex.split(args.worker_args)
 
 
 def run_one(
@@ -164,13 +171,21 @@ def run_one(
         summaries.append(json.loads(path.read_text()) if path.exists() else None)
     s0 = summaries[0] or {}
     reached = s0.get("reached_target")
+    if reached is None:
+        steps_to_target, steps_kind = None, None
+    elif run.startswith("async"):
+        steps_to_target = sum(s["env_steps"] for s in summaries if s)
+        steps_kind = "sum of the workers' env steps at their stop (upper bound)"
+    else:
+        steps_to_target, steps_kind = reached["env_steps_total"], "worker 0's env steps x N (lockstep)"
     res = {
         "run": run,
         "seed": seed,
         "errors": errors,
         "reached": reached is not None,
         "updates_to_target": reached and reached["updates"],
-        "env_steps_to_target": reached and reached["env_steps_total"],
+        "env_steps_to_target": steps_to_target,
+        "env_steps_to_target_kind": steps_kind,
         "wall_s_to_target": reached and round(reached["wall_s"], 1),
         "final_eval_return_mean": s0.get("eval_return_mean"),
         "final_eval_all_workers": [s and s["eval_return_mean"] for s in summaries],
@@ -286,7 +301,13 @@ def main(argv: list[str] | None = None) -> int:
             f"dist {r['param_distance_to_worker0']} resyncs {r['resyncs_all_workers']}"
         )
     print(f"\nJSON: {out_path}")
-    return 0 if all(not r["errors"] for r in report["results"]) else 1
+    if any(r["errors"] for r in report["results"]):
+        return 1
+    missed = [f"{r['run']} seed {r['seed']}" for r in report["results"] if not r["reached"]]
+    if missed:
+        print(f"learning_dp: target {args.target} not reached by {', '.join(missed)}", file=sys.stderr)
+        return 3
+    return 0
 
 
 if __name__ == "__main__":
