@@ -197,6 +197,84 @@ def test_spec_errors_more(tmp_path: Path) -> None:
     res = cli("check", str(path))
     assert res.returncode == 2
     assert f"{path}: links[2].delay: '5 ms' is not a duration like 5ms or 50us" in res.stderr
+    # several files: each checked, the bad one named, exit 2
+    res = cli(
+        "check", str(REPO / "topologies" / "star.yaml"), str(path), str(REPO / "topologies" / "two_tier.yaml")
+    )
+    assert res.returncode == 2, res.stderr
+    assert "star.yaml: ok" in res.stdout and "two_tier.yaml: ok" in res.stdout
+    assert f"{path}: links[2].delay" in res.stderr
+
+
+def test_spec_keeps_valid_zeros() -> None:
+    """A zero that the schema allows is kept, not replaced by the default."""
+    text = BASE.replace(
+        "kind: apex, replay_backend: switch", "kind: apex, replay_backend: switch, replay_alpha: 0"
+    )
+    assert spec.loads(text).scenario.replay_alpha == 0.0
+    dp = """
+switches: {s0: {}}
+hosts: {w: {count: 2, roles: [worker]}}
+links: [{endpoints: [w, s0]}]
+scenario: {kind: dataparallel, seed: 0, aggregation: {job: 0}}
+"""
+    topo = spec.loads(dp)
+    assert topo.scenario.aggregation.job == 0 and topo.scenario.seed == 0
+
+
+def test_spec_duplicate_keys_are_errors(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "dup.yaml",
+        BASE.replace("  h1: {roles: [learner]}\n", "  h1: {roles: [learner]}\n  h1: {}\n"),
+    )
+    with pytest.raises(
+        spec.SpecError,
+        match=r"dup.yaml: line 7, column 3: not valid YAML: duplicate key 'h1' "
+        r"\(first given on line 6\)",
+    ):
+        spec.load(path)
+    path = write(tmp_path, "dup2.yaml", BASE.replace("delay: 5ms,", "delay: 5ms, delay: 1ms,"))
+    with pytest.raises(spec.SpecError, match=r"duplicate key 'delay'"):
+        spec.load(path)
+
+
+TWO_SWITCH_DP = """
+switches: {spine: {}, l1: {}, l2: {}}
+hosts:
+  a: {count: 2, roles: [worker]}
+  b: {count: 2, roles: [worker]}
+links:
+  - {endpoints: [a, l1]}
+  - {endpoints: [b, l2]}
+  - {endpoints: [l1, spine]}
+  - {endpoints: [l2, spine]}
+scenario: {kind: dataparallel, aggregation: {root: spine, mode: async, threshold: 3}}
+"""
+
+
+def test_spec_async_needs_one_switch() -> None:
+    with pytest.raises(
+        spec.SpecError,
+        match=r"scenario.aggregation.mode: async aggregation needs every worker "
+        r"on one switch; these hang off l1, l2",
+    ):
+        spec.loads(TWO_SWITCH_DP)
+    assert spec.loads(TWO_SWITCH_DP.replace("mode: async, threshold: 3", "mode: sync")).hosts
+
+
+def test_spec_replay_switch_must_be_on_the_replay_path() -> None:
+    # BASE: replay server on s0, learner on s1, actors on s0: s1 sees only the learner's packets
+    text = BASE.replace("replay_backend: switch}", "replay_backend: switch, replay_switch: s1}")
+    with pytest.raises(
+        spec.SpecError,
+        match=r"scenario.replay_switch: s1 is not on the path from a0 to the "
+        r"replay server h0 \(s0\)",
+    ):
+        spec.loads(text)
+    ok = BASE.replace("replay_backend: switch}", "replay_backend: switch, replay_switch: s0}")
+    assert spec.loads(ok).scenario.replay_switch == "s0"
+    assert spec.load(REPO / "topologies" / "edge_cloud.yaml").scenario.replay_switch == "edge"
 
 
 # ---------------------------------------------------------------------------------------------

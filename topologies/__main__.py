@@ -1,4 +1,4 @@
-"""``python -m topologies up|down|run|check FILE``: build, remove, run or validate a topology."""
+"""``python -m topologies up|down|run FILE`` / ``check FILE...``: build, remove, run or validate."""
 
 from __future__ import annotations
 
@@ -13,15 +13,16 @@ REPO = Path(__file__).resolve().parent.parent
 
 EPILOG = """\
 commands:
-  check FILE   validate the file; every error names its field (exit 2 on errors)
+  check FILE...  validate the files; every error names its file and field (exit 2 on errors)
   up FILE      build the network (namespaces, veths, link emulation, switches, P4 program,
                routes) and leave it up; its state goes to /run/innet-topologies (else /tmp)
-  down FILE    remove what `up` built for FILE's topology; `down --all` removes every one
+  down FILE    remove what `up` built for FILE's topology (and leftovers of killed launchers);
+               `down --all` removes every one; a live `run` is left alone unless --force
   run FILE     build, start the scenario (replay server / redis, learner and actors, or
                data-parallel workers), stream their output prefixed with their names, wait
                for the learner (target return or time budget) or the workers to end, print a
-               summary (+ runs/<run>/returns.png when topologies/report.py exists), and
-               remove everything, also after Ctrl-C, SIGTERM, a crash or a launcher error
+               summary and a plot of the returns (runs/<run>/returns.png), and remove
+               everything, also after Ctrl-C, SIGTERM, a crash or a launcher error
 
 exit status of run: 0 done (target reached, or none set), 3 target not reached in the budget,
 1 a process or the launcher failed (the failing process is named with its log tail),
@@ -45,13 +46,18 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = p.add_subparsers(dest="cmd", required=True, metavar="{check,up,down,run}")
-    c = sub.add_parser("check", help="validate a topology file")
-    c.add_argument("file", type=Path)
+    c = sub.add_parser("check", help="validate topology files")
+    c.add_argument("files", type=Path, nargs="+", metavar="FILE")
     u = sub.add_parser("up", help="build the network and leave it up")
     u.add_argument("file", type=Path)
     d = sub.add_parser("down", help="remove a network left up (FILE's topology, or --all)")
     d.add_argument("file", type=Path, nargs="?")
     d.add_argument("--all", action="store_true", help="every network left up by `up` (and by killed runs)")
+    d.add_argument(
+        "--force",
+        action="store_true",
+        help="also stop a live `run` of the topology (it cleans up after itself)",
+    )
     r = sub.add_parser(
         "run",
         help="build, run the scenario, summarize, clean up",
@@ -91,6 +97,18 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "down" and not args.all and args.file is None:
         print("python -m topologies down: give a topology FILE or --all", file=sys.stderr)
         return 2
+    if args.cmd == "check":
+        code = 0
+        for f in args.files:
+            try:
+                topo = load(f)
+            except SpecError as e:
+                print(str(e), file=sys.stderr)
+                code = 2
+                continue
+            print(f"{f}: ok ({len(topo.switches)} switches, {len(topo.hosts)} hosts, "
+                  f"{len(topo.links)} links, scenario {topo.scenario.kind})")  # fmt: skip
+        return code
     topo = None
     if getattr(args, "file", None) is not None:
         try:
@@ -98,11 +116,6 @@ def main(argv: list[str] | None = None) -> int:
         except SpecError as e:
             print(str(e), file=sys.stderr)
             return 2
-    if args.cmd == "check":
-        assert topo is not None
-        print(f"{args.file}: ok ({len(topo.switches)} switches, {len(topo.hosts)} hosts, "
-              f"{len(topo.links)} links, scenario {topo.scenario.kind})")  # fmt: skip
-        return 0
     from topologies.netns import netns_unavailable
 
     if (reason := netns_unavailable()) is not None:
@@ -111,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     from topologies import launcher
 
     if args.cmd == "down":
-        lines = launcher.down(None if args.all else topo.name)  # type: ignore[union-attr]
+        lines = launcher.down(None if args.all else topo.name, force=args.force)  # type: ignore[union-attr]
         for line in lines or ["nothing to remove"]:
             print(line)
         return 0
@@ -119,7 +132,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "up":
         try:
             launcher.up(topo, args.log_dir, args.switch_target)
-        except (RuntimeError, launcher.Interrupted) as e:
+        except launcher.Interrupted as e:
+            print(f"python -m topologies up: {e}: stopped and cleaned up", file=sys.stderr)
+            return 130
+        except RuntimeError as e:
             print(f"python -m topologies up: {e}", file=sys.stderr)
             return 1
         return 0

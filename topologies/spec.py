@@ -108,6 +108,9 @@ class ScenarioSpec:
     actor_args: list[str] = field(default_factory=list)
     worker_args: list[str] = field(default_factory=list)
     replay_server_args: list[str] = field(default_factory=list)
+    # a reference run of this scenario, for the summary of a run that misses its target:
+    # updates_per_s (lo, hi), env_steps_per_s (all actors), time_to_target_s, note
+    reference: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -233,6 +236,27 @@ class _Checker:
         return out
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """SafeLoader that refuses a key given twice in one mapping (PyYAML keeps the last one
+    silently, so a typo'd duplicate would override the first value unseen)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            line = key_node.start_mark.line + 1
+            try:
+                first = seen.get(key)
+            except TypeError:  # an unhashable key: the base class reports it
+                continue
+            if first is not None:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r} (first given on line {first})", key_node.start_mark
+                )
+            seen[key] = line
+        return super().construct_mapping(node, deep=deep)
+
+
 def _join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
@@ -251,7 +275,7 @@ def loads(text: str, path: str | Path = "<string>") -> Topology:
     path = Path(path)
     c = _Checker(str(path))
     try:
-        doc = yaml.safe_load(text)
+        doc = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
@@ -346,8 +370,8 @@ def _hosts(c: _Checker, raw: Any) -> tuple[dict[str, HostSpec], dict[str, list[s
         )
         host_args = c.args(h.get("args"), f"{p}.args")
         count = 1
-        if "count" in h:
-            count = c.number(h["count"], f"{p}.count", 1, MAX_HOSTS, integer=True) or 1
+        if "count" in h and (v := c.number(h["count"], f"{p}.count", 1, MAX_HOSTS, integer=True)) is not None:
+            count = int(v)
         roles: dict[str, int] = {}
         raw_roles = h.get("roles", [])
         if not isinstance(raw_roles, list):
@@ -525,6 +549,7 @@ def _scenario(c: _Checker, raw: Any, switches: dict[str, SwitchSpec]) -> Scenari
         "actor_args": "flags",
         "worker_args": "flags",
         "replay_server_args": "flags",
+        "reference": "{updates_per_s, env_steps_per_s, time_to_target_s, note} of a reference run",
     }
     raw = c.mapping(raw, "scenario", fields)
     s = ScenarioSpec()
@@ -533,27 +558,30 @@ def _scenario(c: _Checker, raw: Any, switches: dict[str, SwitchSpec]) -> Scenari
         s.kind = c.choice(raw["kind"], f"{p}.kind", KINDS) or s.kind
     if "env" in raw and c.typed(raw["env"], f"{p}.env", str, "a Gymnasium id like CartPole-v1"):
         s.env = raw["env"]
-    if "seed" in raw:
-        s.seed = int(c.number(raw["seed"], f"{p}.seed", 0, 2**31 - 1, integer=True) or 0)
+    if "seed" in raw and (v := c.number(raw["seed"], f"{p}.seed", 0, 2**31 - 1, integer=True)) is not None:
+        s.seed = int(v)
     if raw.get("target_return") is not None:
         v = c.number(raw["target_return"], f"{p}.target_return")
         s.target_return = None if v is None else float(v)
-    if "time_budget_s" in raw:
-        s.time_budget_s = float(c.number(raw["time_budget_s"], f"{p}.time_budget_s", 1, 7 * 86400) or 600)
+    if (
+        "time_budget_s" in raw
+        and (v := c.number(raw["time_budget_s"], f"{p}.time_budget_s", 1, 7 * 86400)) is not None
+    ):
+        s.time_budget_s = float(v)
     if "replay_backend" in raw:
         s.replay_backend = c.choice(raw["replay_backend"], f"{p}.replay_backend", REPLAY_BACKENDS) or "switch"
     if "replay_max_size" in raw:
-        s.replay_max_size = int(
-            c.number(raw["replay_max_size"], f"{p}.replay_max_size", 1, 10**8, integer=True) or 16384
-        )
+        v = c.number(raw["replay_max_size"], f"{p}.replay_max_size", 1, 10**8, integer=True)
+        if v is not None:
+            s.replay_max_size = int(v)
     if s.replay_backend == "switch" and s.replay_max_size > SWITCH_LEAVES:
         c.err(
             f"{p}.replay_max_size",
             f"{s.replay_max_size} is more than the {SWITCH_LEAVES} priorities a switch tree holds "
             "(use replay_backend: host for a larger table)",
         )
-    if "replay_alpha" in raw:
-        s.replay_alpha = float(c.number(raw["replay_alpha"], f"{p}.replay_alpha", 0, 4) or 0.6)
+    if "replay_alpha" in raw and (v := c.number(raw["replay_alpha"], f"{p}.replay_alpha", 0, 4)) is not None:
+        s.replay_alpha = float(v)
     if raw.get("replay_switch") is not None:
         if raw["replay_switch"] not in switches:
             c.err(f"{p}.replay_switch", f"{raw['replay_switch']!r} is not a switch of this topology")
@@ -562,7 +590,38 @@ def _scenario(c: _Checker, raw: Any, switches: dict[str, SwitchSpec]) -> Scenari
     s.aggregation = _aggregation(c, raw.get("aggregation"), switches)
     for key in ("learner_args", "actor_args", "worker_args", "replay_server_args"):
         setattr(s, key, c.args(raw.get(key), f"{p}.{key}"))
+    s.reference = _reference(c, raw.get("reference"))
     return s
+
+
+def _reference(c: _Checker, raw: Any) -> dict[str, Any]:
+    p = "scenario.reference"
+    raw = c.mapping(
+        raw,
+        p,
+        {
+            "updates_per_s": "learner updates per second: a number or [low, high]",
+            "env_steps_per_s": "env steps per second of all actors together",
+            "time_to_target_s": "seconds to the target return",
+            "note": "where the numbers come from",
+        },
+    )
+    out: dict[str, Any] = {}
+    if "updates_per_s" in raw:
+        v = raw["updates_per_s"]
+        pair = v if isinstance(v, list) else [v, v]
+        if len(pair) != 2:
+            c.err(f"{p}.updates_per_s", f"must be a number or [low, high], not {v!r}")
+        else:
+            nums = [c.number(x, f"{p}.updates_per_s", 0) for x in pair]
+            if None not in nums:
+                out["updates_per_s"] = (float(nums[0]), float(nums[1]))  # type: ignore[arg-type]
+    for key in ("env_steps_per_s", "time_to_target_s"):
+        if key in raw and (v := c.number(raw[key], f"{p}.{key}", 0)) is not None:
+            out[key] = float(v)
+    if "note" in raw and c.typed(raw["note"], f"{p}.note", str, "a string") is not None:
+        out["note"] = raw["note"]
+    return out
 
 
 def _aggregation(c: _Checker, raw: Any, switches: dict[str, SwitchSpec]) -> AggregationSpec:
@@ -587,10 +646,10 @@ def _aggregation(c: _Checker, raw: Any, switches: dict[str, SwitchSpec]) -> Aggr
     if raw.get("threshold") is not None:
         v = c.number(raw["threshold"], f"{p}.threshold", 1, MAX_WORKERS, integer=True)
         a.threshold = None if v is None else int(v)
-    if "slots" in raw:
-        a.slots = int(c.number(raw["slots"], f"{p}.slots", 1, 1024, integer=True) or 32)
-    if "job" in raw:
-        a.job = int(c.number(raw["job"], f"{p}.job", 0, 255, integer=True) or 1)
+    if "slots" in raw and (v := c.number(raw["slots"], f"{p}.slots", 1, 1024, integer=True)) is not None:
+        a.slots = int(v)
+    if "job" in raw and (v := c.number(raw["job"], f"{p}.job", 0, 255, integer=True)) is not None:
+        a.job = int(v)
     if raw.get("root") is not None:
         if raw["root"] not in switches:
             c.err(f"{p}.root", f"{raw['root']!r} is not a switch of this topology")
@@ -651,6 +710,61 @@ def _check_roles(
                 f"workers hang off several switches ({', '.join(sorted(worker_switches))}): "
                 "name the switch at the top of the aggregation tree",
             )
+        if a.mode == "async" and len(worker_switches) > 1:
+            # the threshold is applied at the root only; a child switch forwards its partial sum
+            # only when all its own members contributed, which asynchronous workers never promise
+            c.err(
+                "scenario.aggregation.mode",
+                f"async aggregation needs every worker on one switch; these hang off "
+                f"{', '.join(sorted(worker_switches))} (use mode: sync for hierarchical aggregation)",
+            )
+    if s.kind == "apex" and s.replay_backend == "switch" and s.replay_switch is not None:
+        servers = with_role("replay_server")
+        if len(servers) == 1:
+            hops = switch_next_hops(list(switches), links)
+            dst = _access(links, servers[0])
+            for h in with_role("learner") + with_role("actor"):
+                path = switch_path(hops, _access(links, h), dst)
+                if s.replay_switch not in path:
+                    c.err(
+                        "scenario.replay_switch",
+                        f"{s.replay_switch} is not on the path from {h} to the replay server "
+                        f"{servers[0]} ({' -> '.join(path)}); the switch holding the priorities must "
+                        f"see every actor's and the learner's replay packets (e.g. {dst}, the server's "
+                        "own switch)",
+                    )
+
+
+def switch_next_hops(switches: list[str], links: list[LinkSpec]) -> dict[str, dict[str, str]]:
+    """For each switch, the neighbour switch on a shortest path toward every other switch (BFS
+    in link order: the launcher routes along these, so the spec's path checks match the build)."""
+    adj: dict[str, list[str]] = {s: [] for s in switches}
+    for ln in links:
+        if ln.a in adj and ln.b in adj:
+            adj[ln.a].append(ln.b)
+            adj[ln.b].append(ln.a)
+    hops: dict[str, dict[str, str]] = {}
+    for src in switches:
+        first: dict[str, str] = {}
+        todo = [src]
+        seen = {src}
+        while todo:
+            cur = todo.pop(0)
+            for nb in adj[cur]:
+                if nb not in seen:
+                    seen.add(nb)
+                    first[nb] = nb if cur == src else first[cur]
+                    todo.append(nb)
+        hops[src] = first
+    return hops
+
+
+def switch_path(hops: dict[str, dict[str, str]], src: str, dst: str) -> list[str]:
+    """The switches a packet crosses from switch ``src`` to switch ``dst``, both included."""
+    path = [src]
+    while path[-1] != dst:
+        path.append(hops[path[-1]][dst])
+    return path
 
 
 def _access(links: list[LinkSpec], host: str) -> str:
