@@ -230,8 +230,8 @@ def test_spec_duplicate_keys_are_errors(tmp_path: Path) -> None:
     )
     with pytest.raises(
         spec.SpecError,
-        match=r"dup.yaml: line 7, column 3: not valid YAML: duplicate key 'h1' "
-        r"\(first given on line 6\)",
+        match=r"dup.yaml: line 8, column 3: not valid YAML: duplicate key 'h1' "
+        r"\(first given on line 7\)",
     ):
         spec.load(path)
     path = write(tmp_path, "dup2.yaml", BASE.replace("delay: 5ms,", "delay: 5ms, delay: 1ms,"))

@@ -295,7 +295,7 @@ def loads(text: str, path: str | Path = "<string>") -> Topology:
     )
     if c.errors:
         raise SpecError(c.errors)
-    name = top.get("name", path.stem)
+    name = top.get("name", re.sub(r"[^A-Za-z0-9_.-]", "_", path.stem)[:64] or "topology")
     if not isinstance(name, str) or not re.match(r"^[A-Za-z0-9_.-]{1,64}$", name):
         c.err("name", f"{name!r} is not a name of letters, digits, '_', '.' or '-'")
         name = path.stem
