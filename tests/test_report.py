@@ -147,9 +147,12 @@ def test_apex_run_summary_numbers(apex_run: Path, tmp_path: Path) -> None:
     assert out.stat().st_size > 20_000
 
 
-def test_data_parallel_run(tmp_path: Path) -> None:
+def _dp_run(tmp_path: Path, reached: list[dict | None]) -> Path:
+    """Workers as host_agents/worker.py writes them: ``worker-<i>`` folders, role ``worker-<i>``,
+    ``reached_target`` the record of the evaluation that reached the target (or None), no
+    ``target_return`` in their summaries (the launcher's run_summary.json has it)."""
     run = tmp_path / "dp"
-    for w in range(2):
+    for w, rec in enumerate(reached):
         records = [("episode/return", 10.0 * (i + 1) + w, 100 * (i + 1), float(i + 1)) for i in range(30)]
         records += [("time/allreduce", 1.0, 3000, 30.0), ("time/computation", 3.0, 3000, 30.0)]
         if w == 0:
@@ -159,27 +162,52 @@ def test_data_parallel_run(tmp_path: Path) -> None:
                 ("time/eval", 0.5, 3000, 30.0),
             ]
         summary = {
-            "role": f"worker{w}",
+            "role": f"worker-{w}",
+            "num_workers": len(reached),
+            "threshold": len(reached),  # not a target return
             "env_steps": 3000,
             "wall_s": 31.0 + w,
-            "stop_reason": "target",
+            "stop_reason": "target_return",
             "phase_totals_s": {"allreduce": 1.0, "computation": 3.0, "eval": 0.5 if w == 0 else 0.0},
-            "reached_target": w == 0,
+            "reached_target": rec,
             "eval_return_mean": None,
         }
-        _write_role(run, f"worker{w}", records, summary)
+        _write_role(run, f"worker-{w}", records, summary)
+    return run
+
+
+REACHED = {"updates": 30, "env_steps_worker": 3000, "env_steps_total": 6000, "wall_s": 30.0,
+           "eval_return_mean": 300.0}  # fmt: skip
+
+
+def test_data_parallel_run(tmp_path: Path) -> None:
+    run = _dp_run(tmp_path, [REACHED, None])
     s = write_report(run, tmp_path / "dp.png")
-    assert s["roles"] == ["worker0", "worker1"]
+    assert s["roles"] == ["worker-0", "worker-1"]
     assert s["return_reached"] == pytest.approx(300.0)
     assert s["return_source"] == "last evaluation"
     assert s["env_steps"] == 6000
     assert s["wall_time_s"] == pytest.approx(32.0)
-    assert s["reached_target"] is True
-    assert s["target_return"] is None
-    assert s["communication_share"] == {"worker0": pytest.approx(0.25), "worker1": pytest.approx(0.25)}
+    assert s["reached_target"] is True  # worker-0's record of the evaluation that reached it
+    assert s["target_return"] is None  # no run_summary.json; a worker's threshold is not one
+    assert s["communication_share"] == {"worker-0": pytest.approx(0.25), "worker-1": pytest.approx(0.25)}
     assert s["evaluations"][0]["env_steps_total"] == 3000  # both workers at 1500 after 15 s
-    assert s["stopped_by"] == {"worker0": "target", "worker1": "target"}
+    assert s["stopped_by"] == {"worker-0": "target_return", "worker-1": "target_return"}
     _png_size(tmp_path / "dp.png")
+
+
+def test_data_parallel_target_from_the_launcher(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = _dp_run(tmp_path, [REACHED, REACHED])
+    (run / "run_summary.json").write_text(json.dumps({"target_return": 250.0, "reached_target": True}))
+    assert main([str(run)]) == 0
+    assert "target 250 reached" in capsys.readouterr().out
+    # nobody reached it: null in every worker's summary, false in the launcher's
+    run2 = _dp_run(tmp_path / "b", [None, None])
+    s = write_report(run2, tmp_path / "b.png")
+    assert s["reached_target"] is False and s["target_return"] is None
+    (run2 / "run_summary.json").write_text(json.dumps({"target_return": 450.0, "reached_target": False}))
+    assert main([str(run2)]) == 0
+    assert "target 450 not reached" in capsys.readouterr().out
 
 
 def test_cli(apex_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

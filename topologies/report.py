@@ -4,12 +4,17 @@ A run directory holds one folder per process (``runs/<run>/<role>/``, host_agent
 ``metrics.jsonl`` (one ``{"tag", "value", "step", "time"}`` record per scalar, ``time`` in
 seconds since that process started logging) and ``summary.json`` (written once at the end; a
 process that was killed has none). Ape-X runs have ``actor<i>`` and ``learner`` folders,
-data-parallel runs ``worker<i>``. What is read:
+data-parallel runs ``worker-<i>``; the launcher adds ``run_summary.json`` next to them. What is
+read:
 
 - ``episode/return`` (step = that process's env steps): episode returns of actors and workers;
 - ``eval/return_mean``: greedy evaluations (the learner's step is its update count, a worker's
   its env steps); ``eval/final_return_mean`` and ``summary.json``'s ``eval_return_mean``: the
   final evaluation;
+- the target return: ``run_summary.json``'s ``target_return`` (the launcher's, which a worker's
+  summary does not carry), else a learner's ``target_return``; whether it was reached: the
+  launcher's ``reached_target``, else any process's (the learner writes true/false, a worker the
+  record of the evaluation that reached it, or null);
 - ``summary.json``'s ``phase_totals_s`` (else the sum of the ``time/<phase>`` scalars): where the
   time went. Communication phases are every phase but computation and the ones that are neither
   (evaluation, checkpoints, an actor's rate limiting), the rule of host_agents.metrics; the
@@ -61,8 +66,12 @@ def _records(path: Path) -> list[dict[str, Any]]:
 
 
 def _read_summary(role_dir: Path) -> dict[str, Any]:
+    return _read_json(role_dir / "summary.json")
+
+
+def _read_json(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads((role_dir / "summary.json").read_text())
+        data = json.loads(path.read_text())
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
@@ -215,7 +224,12 @@ def summarize(run_dir: Path) -> tuple[dict[str, Any], list[_Role]]:
         reached, source = sum(last100) / len(last100), "mean of the last 100 episodes"
     else:
         reached, source = None, "no returns logged"
-    targets = [r.summary.get("target_return") for r in roles]  # (a worker's "threshold" is not one)
+    launcher = _read_json(run_dir / "run_summary.json")
+    targets = [launcher.get("target_return")] + [r.summary.get("target_return") for r in roles]
+    if "reached_target" in launcher:
+        reached_target = bool(launcher["reached_target"])
+    else:  # learner: a bool; worker: a dict (the evaluation that reached it) or None
+        reached_target = any(bool(r.summary.get("reached_target")) for r in roles)
     summary: dict[str, Any] = {
         "run": run_dir.name,
         "roles": [r.name for r in roles],
@@ -224,7 +238,7 @@ def summarize(run_dir: Path) -> tuple[dict[str, Any], list[_Role]]:
         "eval_return_best": max((e["return_mean"] for e in evals), default=None),
         "episode_return_last100": sum(last100) / len(last100) if last100 else None,
         "episodes": len(episodes),
-        "reached_target": any(r.summary.get("reached_target") is True for r in roles),
+        "reached_target": reached_target,
         "target_return": next((t for t in targets if isinstance(t, (int, float))), None),
         "env_steps": sum(r.env_steps for r in acting),
         "wall_time_s": max((r.wall_time_s for r in roles), default=0.0),
