@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from topologies import netns
-from topologies.spec import HostSpec, LinkSpec, SwitchSpec, Topology
+from topologies.spec import HostSpec, LinkSpec, SwitchSpec, Topology, switch_next_hops
 
 REPO = Path(__file__).resolve().parent.parent
 REPLAY_PORT = 47100
@@ -69,14 +69,19 @@ class Console:
     def __init__(self, quiet: bool = False) -> None:
         self.t0 = time.monotonic()
         self.quiet = quiet
+        self.broken = False  # stdout went away (EPIPE after `| head`, EIO after SIGHUP)
         self._lock = threading.Lock()
 
     def line(self, who: str, text: str, force: bool = False) -> None:
-        if self.quiet and not force:
+        if (self.quiet and not force) or self.broken:
             return
         el = int(time.monotonic() - self.t0)
         with self._lock:
-            print(f"[{el // 60:3d}:{el % 60:02d}] {who:>13} | {text}", flush=True)
+            try:
+                print(f"[{el // 60:3d}:{el % 60:02d}] {who:>13} | {text}", flush=True)
+            except (OSError, ValueError):
+                # the run goes on (and cleans up) without a terminal; the logs have everything
+                self.broken = True
 
     def say(self, text: str) -> None:
         self.line("topologies", text, force=True)
@@ -169,17 +174,26 @@ class Proc:
                     time.sleep(0.1)
 
     def _read(self) -> None:
+        """Drain the process's output until it ends, whatever happens to the log or the
+        console: a reader that stopped would leave the process blocked on a full pipe."""
         for raw in self._lines():
             line = raw.rstrip("\n")
             if not self.detach:
-                self._log_file.write(line + "\n")
+                try:
+                    self._log_file.write(line + "\n")
+                except (OSError, ValueError):
+                    pass  # a full disk: the console and the tail still get the line
             self.tail.append(line)
             if self._ready_pattern and not self.ready.is_set() and self._ready_pattern in line:
                 self.ready.set()
             # the agents' final one-line JSON summary is in their summary.json: keep it out
             if self._stream and line and not line.startswith('{"summary"'):
-                self.console.line(self.name, line)
-        self._log_file.close()
+                try:
+                    self.console.line(self.name, line)
+                except Exception:  # noqa: BLE001 - keep draining the pipe
+                    pass
+        with contextlib.suppress(OSError, ValueError):
+            self._log_file.close()
 
     def wait_ready(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -263,14 +277,6 @@ def _tbf_args(rate_bps: int) -> list[str]:
 # the network
 
 
-def switch_mac(index: int) -> str:
-    return f"02:00:00:00:{index:02x}:fe"
-
-
-def switch_ip(index: int) -> str:
-    return f"10.{100 + index}.0.254"
-
-
 @dataclass
 class BuiltHost:
     spec: HostSpec
@@ -307,10 +313,14 @@ class BuiltSwitch:
 
     @property
     def mac(self) -> str:
+        from topologies.testbed import switch_mac  # the testbed's addressing (imports gRPC: lazily)
+
         return switch_mac(self.spec.index)
 
     @property
     def ip(self) -> str:
+        from topologies.testbed import switch_ip
+
         return switch_ip(self.spec.index)
 
 
@@ -369,18 +379,36 @@ class Network:
 
     # ---- teardown ----
     def close(self) -> None:
+        """Agents first (they flush to the servers as they stop), then servers, controllers,
+        switches, then veths and namespaces. Every step runs even when one before it raised
+        (a second Ctrl-C included); the first exception is re-raised at the end. ``closed``
+        (and the state file's removal) only follow a teardown that finished, so a close that
+        was cut short can be called again and the state file keeps naming what is left."""
         if self.closed:
             return
+
+        def controllers() -> None:
+            for sw in self.switches.values():
+                if sw.controller is not None:
+                    with contextlib.suppress(Exception):
+                        sw.controller.close()
+
+        steps = [
+            lambda: stop_procs([p for p in reversed(self.procs) if p.tier == 0]),
+            lambda: stop_procs([p for p in reversed(self.procs) if p.tier > 0], grace=10),
+            controllers,
+            lambda: stop_procs([sw.proc for sw in self.switches.values() if sw.proc is not None], grace=10),
+            lambda: teardown(self.namespaces, self.veths),
+        ]
+        first: BaseException | None = None
+        for step in steps:
+            try:
+                step()
+            except BaseException as e:  # noqa: BLE001 - the remaining steps must still run
+                first = first or e
+        if first is not None:
+            raise first
         self.closed = True
-        # agents first (they flush to the servers as they stop), then servers, then switches
-        stop_procs([p for p in reversed(self.procs) if p.tier == 0])
-        stop_procs([p for p in reversed(self.procs) if p.tier > 0], grace=10)
-        for sw in self.switches.values():
-            if sw.controller is not None:
-                with contextlib.suppress(Exception):
-                    sw.controller.close()
-        stop_procs([sw.proc for sw in self.switches.values() if sw.proc is not None], grace=10)
-        teardown(self.namespaces, self.veths)
         if self.state_file is not None:
             with contextlib.suppress(OSError):
                 self.state_file.unlink()
@@ -443,8 +471,10 @@ def cleanup_dead_runs(console: Console | None = None) -> None:
                 console.say(f"removed the leftovers of a killed run ({f.name}): {len(did)} objects")
 
 
-def down(topology_name: str | None) -> list[str]:
-    """Remove networks left up by `up` (and by killed runs): those of ``topology_name``, or all."""
+def down(topology_name: str | None, force: bool = False) -> list[str]:
+    """Remove networks left up by `up` and the leftovers of launchers that are gone: those of
+    ``topology_name``, or all. A live `run` (or a build in progress) is left alone: it removes
+    its network itself; with ``force`` it is asked to stop (SIGTERM) and does so."""
     out = []
     d = state_dir()
     for f in sorted(d.glob("*.json")):
@@ -455,9 +485,16 @@ def down(topology_name: str | None) -> list[str]:
         if topology_name is not None and st.get("topology") != topology_name:
             continue
         if st.get("mode") != "up" and _alive(st["launcher_pid"], st.get("launcher_start")):
-            # a live `run` owns this network and removes it itself; stop it instead
-            os.kill(st["launcher_pid"], signal.SIGTERM)
-            out.append(f"{st['topology']}: asked the running launcher (pid {st['launcher_pid']}) to stop")
+            # a live launcher owns this network and removes it itself
+            if force:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(st["launcher_pid"], signal.SIGTERM)
+                out.append(f"{st['topology']}: asked the running launcher (pid {st['launcher_pid']}) to stop")
+            else:
+                out.append(
+                    f"{st['topology']}: left alone: a live launcher (pid {st['launcher_pid']}, "
+                    f"{st.get('mode')}) owns it and cleans up when it ends; --force stops it"
+                )
             continue
         did = teardown(st["namespaces"], st["veths"], st["processes"])
         with contextlib.suppress(OSError):
@@ -487,14 +524,17 @@ def build(
     detach: bool = False,
     stack: contextlib.ExitStack | None = None,
 ) -> Network:
-    """Build ``topo``'s network (see the module docstring). On an error everything built so far
-    is removed before the exception propagates. With ``stack``, ``net.close`` is registered on
-    it first thing, so an interrupt during the build cleans up too."""
+    """Build ``topo``'s network (see the module docstring). With ``stack``, ``net.close`` is
+    registered on it first thing and the stack removes a half-built network (the caller unwinds
+    it after ignoring further signals, so a second Ctrl-C cannot cut the cleanup short); without
+    one, everything built so far is removed here before the exception propagates."""
     cleanup_dead_runs(console)
     run_dir.mkdir(parents=True, exist_ok=True)
     net = Network(topo, run_dir, console, detach)
     if stack is not None:
         stack.callback(net.close)
+        _build(net, target)
+        return net
     try:
         _build(net, target)
     except BaseException:
@@ -635,16 +675,17 @@ def _bmv2_pipeline(p4: Path) -> tuple[Any, bytes]:
     from google.protobuf import text_format
     from p4.config.v1 import p4info_pb2
 
-    out = Path(tempfile.mkdtemp(prefix="innet-p4c-"))
-    res = subprocess.run(
-        ["p4c-bm2-ss", "--p4v", "16", "--p4runtime-files", str(out / "p4info.txt"),
-         "-o", str(out / "prog.json"), str(p4)],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    if res.returncode != 0:
-        raise RuntimeError(f"p4c-bm2-ss {p4} failed:\n{res.stderr[-3000:]}")
-    info = text_format.Parse((out / "p4info.txt").read_text(), p4info_pb2.P4Info())
-    return info, (out / "prog.json").read_bytes()
+    with tempfile.TemporaryDirectory(prefix="innet-p4c-") as tmp:
+        out = Path(tmp)
+        res = subprocess.run(
+            ["p4c-bm2-ss", "--p4v", "16", "--p4runtime-files", str(out / "p4info.txt"),
+             "-o", str(out / "prog.json"), str(p4)],
+            capture_output=True, text=True, timeout=600,
+        )  # fmt: skip
+        if res.returncode != 0:
+            raise RuntimeError(f"p4c-bm2-ss {p4} failed:\n{res.stderr[-3000:]}")
+        info = text_format.Parse((out / "p4info.txt").read_text(), p4info_pb2.P4Info())
+        return info, (out / "prog.json").read_bytes()
 
 
 def _start_switches(net: Network) -> None:
@@ -658,8 +699,7 @@ def _start_switches(net: Network) -> None:
     for sw in net.switches.values():
         log = net.run_dir / f"switch-{sw.spec.name}.log"
         if sw.target == "softswitch":
-            argv = [sys.executable, "-m", "softswitch", "--grpc-addr", "127.0.0.1:0", "--stats-interval", "0"]
-            argv = argv[:-2]  # counts only at exit
+            argv = [sys.executable, "-m", "softswitch", "--grpc-addr", "127.0.0.1:0"]
             for port, ifname in sorted(sw.ports.items()):
                 argv += ["-i", f"{port}@{ifname}"]
             for port, em in sorted(sw.netem.items()):
@@ -700,26 +740,9 @@ def _start_switches(net: Network) -> None:
 
 
 def next_hops(net: Network) -> dict[str, dict[str, str]]:
-    """For each switch, the neighbour switch on a shortest path toward every other switch."""
-    adj: dict[str, list[str]] = {s: [] for s in net.switches}
-    for bl in net.links:
-        if bl.spec.a in net.switches and bl.spec.b in net.switches:
-            adj[bl.spec.a].append(bl.spec.b)
-            adj[bl.spec.b].append(bl.spec.a)
-    hops: dict[str, dict[str, str]] = {}
-    for src in net.switches:
-        first: dict[str, str] = {}
-        todo = [src]
-        seen = {src}
-        while todo:
-            cur = todo.pop(0)
-            for nb in adj[cur]:
-                if nb not in seen:
-                    seen.add(nb)
-                    first[nb] = nb if cur == src else first[cur]
-                    todo.append(nb)
-        hops[src] = first
-    return hops
+    """For each switch, the neighbour switch on a shortest path toward every other switch (the
+    same paths topologies.spec checks replay_switch against)."""
+    return switch_next_hops(list(net.switches), [bl.spec for bl in net.links])
 
 
 def _install_routes(net: Network) -> None:
@@ -977,6 +1000,9 @@ def run(topo: Topology, opts: RunOptions) -> RunResult:
     run_dir.mkdir(parents=True, exist_ok=True)
     summary: dict[str, Any] = {"topology": topo.name, "file": str(topo.path), "run_dir": str(run_dir),
                                "scenario": topo.scenario.kind}  # fmt: skip
+    summary["reference"] = topo.scenario.reference
+    if topo.scenario.kind == "dataparallel":
+        summary["aggregation_mode"] = topo.scenario.aggregation.mode
     failures: list[str] = []
     interrupted: str | None = None
     t_start = time.monotonic()
@@ -1077,9 +1103,10 @@ def _run_scenario(
                 )
         else:
             host = net.hosts[topo.hosts_with("redis")[0].name]
-            rdir = tempfile.mkdtemp(prefix="innet-redis-")
+            rdir = net.run_dir / "redis"  # its working directory (nothing is saved: --save "")
+            rdir.mkdir(exist_ok=True)
             argv = ["redis-server", "--bind", host.ip, "--port", str(REDIS_PORT), "--save", "",
-                    "--appendonly", "no", "--protected-mode", "no", "--dir", rdir]  # fmt: skip
+                    "--appendonly", "no", "--protected-mode", "no", "--dir", str(rdir)]  # fmt: skip
             p = Proc("redis", argv, console, net.run_dir / "redis.log", ns=host.ns, ready="Ready to accept",
                      stream=False, tier=1)  # fmt: skip
             net.procs.append(p)
@@ -1190,8 +1217,14 @@ def _collect(net: Network, run_dir: Path) -> dict[str, Any]:
         reached = ls.get("reached_at") or {}
         evals = ls.get("evaluations") or []
         shares = [a["communication_share"] for a in acts if a.get("communication_share") is not None]
+        rates = [a["env_steps_per_s"] for a in acts if isinstance(a.get("env_steps_per_s"), int | float)]
         out.update(
             reached_target=bool(ls.get("reached_target")),
+            stopped_by=ls.get("stopped_by"),
+            learner_wall_s=ls.get("wall_time_s"),
+            learner_updates_per_s=ls.get("updates_per_s"),
+            env_steps_per_s=sum(rates) if rates else None,
+            actors_reporting_rate=len(rates),
             time_to_target_s=reached.get("wall_time_s"),
             env_steps_to_target=reached.get("replay_inserts"),
             updates_to_target=reached.get("updates"),
@@ -1208,8 +1241,13 @@ def _collect(net: Network, run_dir: Path) -> dict[str, Any]:
         w0 = ws[0] if ws else {}
         reached = w0.get("reached_target") or {}
         shares = [w["communication_share"] for w in ws if w.get("communication_share") is not None]
+        wall = w0.get("wall_s")
         out.update(
             reached_target=bool(reached),
+            stopped_by=w0.get("stop_reason"),
+            worker_wall_s=wall,
+            updates_per_s=(w0["updates"] / wall) if w0.get("updates") and wall else None,
+            env_steps_per_s=(sum(w.get("env_steps", 0) for w in ws) / wall) if wall else None,
             time_to_target_s=reached.get("wall_s") if reached else None,
             env_steps_to_target=reached.get("env_steps_total") if reached else None,
             updates_to_target=reached.get("updates") if reached else None,
@@ -1244,6 +1282,7 @@ def _print_summary(console: Console, s: dict[str, Any]) -> None:
             )
         else:
             lines.append(f"target return {tgt} NOT reached within the {s.get('time_budget_s')} s budget")
+            lines += [f"  why: {w}" for w in why_not_reached(s)]
         best = s.get("best_eval_return")
         lines.append(
             f"final evaluation return {_fmt(s.get('final_eval_return'))}"
@@ -1256,10 +1295,18 @@ def _print_summary(console: Console, s: dict[str, Any]) -> None:
                 f"actors {_pct(s.get('actor_communication_share'))}"
             )
         else:
+            same = s.get("identical_params")
+            if s.get("aggregation_mode") == "async":
+                # async workers apply partial sums at their own pace: different parameters are expected
+                same_text = (
+                    f"{'identical' if same else 'different'} parameters on the workers (expected: async)"
+                )
+            else:
+                shown = "yes" if same else "NO" if same is False else "-"
+                same_text = f"identical parameters on all workers: {shown}"
             lines.append(
                 f"env steps {_fmt(s.get('env_steps'))}, updates {_fmt(s.get('updates'))}, "
-                f"communication share {_pct(s.get('communication_share'))}, "
-                f"identical parameters on all workers: {s.get('identical_params')}"
+                f"communication share {_pct(s.get('communication_share'))}, {same_text}"
             )
         for lp in s.get("lost_processes") or []:
             lines.append(f"lost during the run: {lp['name']} (exit code {lp['exit_code']}, log {lp['log']})")
@@ -1275,17 +1322,62 @@ def _print_summary(console: Console, s: dict[str, Any]) -> None:
         console.say(ln)
 
 
+def why_not_reached(s: dict[str, Any]) -> list[str]:
+    """What a run summary says about a missed target: the best evaluation, how the run ended
+    (time budget, step limit, a failure), and the speeds against the scenario's reference run."""
+    out = []
+    tgt = s.get("target_return")
+    best = s.get("best_eval_return")
+    final = s.get("final_eval_return")
+    if best is not None or final is not None:
+        got = max(v for v in (best, final) if v is not None)
+        out.append(f"best evaluation {_fmt(got)} of the {_fmt(tgt)} needed")
+    else:
+        out.append("no evaluation finished (the learner's eval-interval was not reached?)")
+    stopped = s.get("stopped_by")
+    budget = s.get("time_budget_s")
+    if stopped == "time_budget":
+        out.append(f"the time budget of {_fmt(budget)} s ran out")
+    elif stopped == "max_steps":
+        out.append("the step limit (--max-steps) was reached before the target")
+    elif s.get("failures") or s.get("interrupted"):
+        out.append("the run was stopped early (see FAILED / interrupted below)")
+    elif stopped:
+        out.append(f"stopped by {stopped}")
+    ref = s.get("reference") or {}
+    ups = s.get("learner_updates_per_s", s.get("updates_per_s"))
+    if ups is not None:
+        text = f"learner {_fmt(ups)} updates/s"
+        if "updates_per_s" in ref:
+            lo, hi = ref["updates_per_s"]
+            text += f" (reference {lo:g}-{hi:g})"
+            if ups < 0.75 * lo:
+                text += ": slower than the reference run, the machine is busy or slower"
+        out.append(text)
+    eps = s.get("env_steps_per_s")
+    if eps is not None:
+        text = f"actors {_fmt(eps)} env steps/s together"
+        if "env_steps_per_s" in ref:
+            text += f" (reference {ref['env_steps_per_s']:g})"
+            if eps < 0.75 * ref["env_steps_per_s"]:
+                text += ": the actors did not get the CPU they need"
+        out.append(text)
+    if "time_to_target_s" in ref:
+        out.append(
+            f"the reference run reached the target after about {ref['time_to_target_s']:g} s"
+            + (f"; {ref['note']}" if ref.get("note") else "")
+        )
+    return out
+
+
 def _pct(v: float | None) -> str:
     return "-" if v is None else f"{100 * v:.1f}%"
 
 
 def _report(console: Console, run_dir: Path) -> None:
-    """topologies.report.write_report (summary + PNG of returns) when that module exists."""
-    try:
-        from topologies.report import write_report
-    except ImportError:
-        console.say("no PNG report: topologies/report.py is not there yet")
-        return
+    """topologies.report.write_report: the plot of the returns (PNG) next to the logs."""
+    from topologies.report import write_report
+
     png = run_dir / "returns.png"
     try:
         write_report(run_dir, png)
@@ -1297,16 +1389,20 @@ def _report(console: Console, run_dir: Path) -> None:
 def up(topo: Topology, log_dir: Path, target: str | None = None) -> Network:
     """Build and leave the network up (switch processes detached); `down` removes it."""
     console = Console()
-    for f in state_dir().glob(f"{topo.name}-*.json"):
+    for f in state_dir().glob("*.json"):
         st = _read_json(f) or {}
-        if st.get("mode") == "up":
+        if st.get("topology") == topo.name and st.get("mode") == "up":
             raise RuntimeError(
                 f"{topo.name} is already up ({f}); `python -m topologies down {topo.path}` first"
             )
     run_dir = log_dir / f"{topo.name}-up-{time.strftime('%Y%m%d-%H%M%S')}"
     try:
-        with interrupts_unwind():
-            net = build(topo, run_dir, console, target=target, detach=True)
+        with contextlib.ExitStack() as stack:
+            # a failed or interrupted build is removed by the stack, after interrupts_unwind
+            # has set SIGINT/SIGTERM/SIGHUP to be ignored
+            with interrupts_unwind():
+                net = build(topo, run_dir, console, target=target, detach=True, stack=stack)
+            stack.pop_all()  # built: the network stays up
     finally:
         _default_signals()
     net.write_state("up")

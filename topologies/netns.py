@@ -81,20 +81,53 @@ def netns_unavailable() -> str | None:
     return reason
 
 
-_OUR_NAME = re.compile(r"^(?:ins|ivh|ivn|prb)([0-9a-f]+)x[0-9a-f]+$")
+# this module's default names, and the topology launcher's (hosts tp/tph/tpn, trunks tqh/tqn)
+_OUR_NAME = re.compile(r"^(?:ins|ivh|ivn|prb|tp|tph|tpn|tqh|tqn)([0-9a-f]+)x[0-9a-f]+$")
+_STATE_DIRS = ("/run/innet-topologies", "/tmp/innet-topologies")  # topologies.launcher.state_dir()
+
+
+def _kept_by_state_files() -> set[str]:
+    """Names that a launcher's state file still lists: networks left up by `python -m topologies
+    up` outlive their launcher's pid on purpose (`down` removes them). Also names of any other
+    state (a run or build whose launcher died): `down`/the next launch removes those with the
+    processes they record, which a blind sweep here would leave running."""
+    import json
+    import tempfile
+
+    keep: set[str] = set()
+    for d in {*_STATE_DIRS, os.path.join(tempfile.gettempdir(), "innet-topologies")}:
+        try:
+            files = [f for f in os.listdir(d) if f.endswith(".json")]
+        except OSError:
+            continue
+        for f in files:
+            try:
+                with open(os.path.join(d, f)) as fh:
+                    st = json.load(fh)
+                keep.update(st.get("namespaces") or [])
+                keep.update(st.get("veths") or [])
+            except (OSError, ValueError, AttributeError, TypeError):
+                continue
+    return keep
 
 
 def cleanup_stale() -> None:
-    """Delete namespaces and veths that earlier, killed test runs left behind (their pid is gone)."""
+    """Delete namespaces and veths that earlier, killed test runs or launchers left behind (their
+    pid is gone), except those a topology state file lists (`up` networks; `down` owns them)."""
+    keep = _kept_by_state_files()
 
     def stale(name: str) -> bool:
         m = _OUR_NAME.match(name)
-        return bool(m) and not os.path.exists(f"/proc/{int(m.group(1), 16)}")
+        return bool(m) and name not in keep and not os.path.exists(f"/proc/{int(m.group(1), 16)}")
 
     for line in ip("-o", "link", "show", check=False).stdout.splitlines():
-        parts = line.split(":", 2)  # "7: ivh1a2bx0@if6: <...>"
-        if len(parts) > 1 and stale(parts[1].strip().split("@")[0]):
-            ip("link", "del", parts[1].strip().split("@")[0], check=False)
+        parts = line.split(":", 2)  # "7: ivh1a2bx0@if6: <...>", or "@tqh1a2bx3" (peer in this ns)
+        if len(parts) < 2:
+            continue
+        name, _, peer = parts[1].strip().partition("@")
+        # a veth whose peer is kept (a trunk of an `up` network lists one end only) stays
+        if stale(name) and peer not in keep:
+            ip("link", "del", name, check=False)
     for line in ip("netns", "list", check=False).stdout.splitlines():
         name = line.split()[0] if line.split() else ""
         if stale(name):
