@@ -188,13 +188,20 @@ class LinkDirection:
     """One direction of an emulated link: `submit(frame)` now, `deliver(frame)` when it is due.
 
     Counters (plain ints, statistics): `passed` frames handed on, `lost` by the loss emulation,
-    `overflow` tail-dropped because the queue was full.
+    `overflow` tail-dropped because the queue was full. `clock` (seconds, monotonic) schedules
+    the frames; tests pass one they control.
     """
 
     def __init__(
-        self, params: LinkParams, deliver: Callable[[bytes], None], rng: random.Random, name: str = "link"
+        self,
+        params: LinkParams,
+        deliver: Callable[[bytes], None],
+        rng: random.Random,
+        name: str = "link",
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.params = params
+        self._clock = clock
         self.name = name
         self._deliver = deliver
         self._rng = rng
@@ -221,7 +228,7 @@ class LinkDirection:
             self.passed += 1
             self._deliver(frame)
             return True
-        now = time.monotonic()
+        now = self._clock()
         with self._cv:
             if self._closed or len(self._queue) >= p.limit:
                 self.overflow += 1
@@ -252,7 +259,7 @@ class LinkDirection:
                     cv.wait(0.5)
                 if self._closed:
                     return
-                now = time.monotonic()
+                now = self._clock()
                 wait = queue[0][0] - now
                 if wait > 0:
                     cv.wait(wait)
