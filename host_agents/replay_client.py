@@ -133,6 +133,8 @@ class ReplayConfig:
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
+        if not 1 <= self.server_port <= 65535:
+            raise ValueError(f"server_port must be 1..65535, got {self.server_port}")
         if not 0 <= self.table_id < 1 << 16:
             raise ValueError(f"table_id must fit in 16 bits, got {self.table_id}")
         if not 1 <= self.max_size < 1 << 32:

@@ -544,6 +544,8 @@ def test_config_validation() -> None:
         ReplayConfig(table_id=1 << 16)
     with pytest.raises(ValueError, match="beta"):
         ReplayConfig(beta=math.nan)
+    with pytest.raises(ValueError, match="server_port"):
+        ReplayConfig(server_port=70000)  # would silently become port 4464 on the wire
 
 
 # --- HostReplayClient against the real C server ----------------------------------------------
