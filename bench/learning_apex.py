@@ -183,6 +183,34 @@ def common_flags(args: argparse.Namespace, run_name: str) -> list[str]:
     ]  # fmt: skip
 
 
+def build_learner_argv(args: argparse.Namespace, common: list[str]) -> list[str]:
+    """The learner's command line (``common``: common_flags + the launcher's replay flags)."""
+    return [
+        sys.executable, "-m", "host_agents.learner", *common,
+        "--max-steps", str(10**9),
+        "--batch-size", str(args.batch_size), "--lr", str(args.lr),
+        "--target-update-interval", str(args.target_update_interval),
+        "--publish-interval", str(args.publish_interval),
+        "--learning-starts", str(args.learning_starts),
+        "--eval-interval", str(args.eval_interval), "--eval-episodes", str(args.eval_episodes),
+        *(["--target-return", str(args.target_return)] if args.target_return is not None else []),
+        *shlex.split(args.learner_args),
+    ]  # fmt: skip
+
+
+def build_actor_argv(args: argparse.Namespace, common: list[str], i: int) -> list[str]:
+    """Actor ``i``'s command line."""
+    return [
+        sys.executable, "-m", "host_agents.actor", *common,
+        "--actor-index", str(i), "--num-actors", str(args.num_actors),
+        "--max-steps", str(args.actor_max_steps),
+        "--param-pull-interval", str(args.param_pull_interval),
+        "--local-buffer", str(args.local_buffer),
+        "--steps-per-s-limit", str(args.actor_steps_per_s),
+        *shlex.split(args.actor_args),
+    ]  # fmt: skip
+
+
 def stop_all(procs: list[subprocess.Popen[str]], timeout: float = 30.0) -> None:
     for p in procs:
         if p.poll() is None:
@@ -209,36 +237,17 @@ def run(args: argparse.Namespace) -> dict:
     run_name = args.run_name or f"learning-apex-{args.env.replace('/', '_')}-{stamp}"
     run_dir = Path(args.log_dir) / run_name
     run_dir.mkdir(parents=True, exist_ok=True)
-    py = sys.executable
     with contextlib.ExitStack() as stack:
         launcher = Launcher(args, run_dir, stack)
         progress(f"replay server up ({args.replay_backend} backend, {launcher.server_ip}:{launcher.port})")
         common = common_flags(args, run_name) + launcher.replay_flags()
-        learner_argv = [
-            py, "-m", "host_agents.learner", *common,
-            "--max-steps", str(10**9),
-            "--batch-size", str(args.batch_size), "--lr", str(args.lr),
-            "--target-update-interval", str(args.target_update_interval),
-            "--publish-interval", str(args.publish_interval),
-            "--learning-starts", str(args.learning_starts),
-            "--eval-interval", str(args.eval_interval), "--eval-episodes", str(args.eval_episodes),
-            *(["--target-return", str(args.target_return)] if args.target_return is not None else []),
-            *shlex.split(args.learner_args),
-        ]  # fmt: skip
+        learner_argv = build_learner_argv(args, common)
         t0 = time.monotonic()
         learner_out = stack.enter_context(open(run_dir / "learner.log", "w"))
         learner = launcher.start(1, learner_argv, learner_out)
         actors = []
         for i in range(args.num_actors):
-            argv = [
-                py, "-m", "host_agents.actor", *common,
-                "--actor-index", str(i), "--num-actors", str(args.num_actors),
-                "--max-steps", str(args.actor_max_steps),
-                "--param-pull-interval", str(args.param_pull_interval),
-                "--local-buffer", str(args.local_buffer),
-                "--steps-per-s-limit", str(args.actor_steps_per_s),
-                *shlex.split(args.actor_args),
-            ]  # fmt: skip
+            argv = build_actor_argv(args, common, i)
             out = stack.enter_context(open(run_dir / f"actor{i}.log", "w"))
             actors.append(launcher.start(2 + i, argv, out))
         progress(f"{args.num_actors} actors and the learner started; logs in {run_dir}")
