@@ -410,6 +410,7 @@ def recommend(points: list[dict], min_gain: float = MIN_GAIN, max_drop: float = 
 
 def write_plot(result: dict, path: Path) -> Path:
     import matplotlib
+    import matplotlib.ticker
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -436,6 +437,9 @@ def write_plot(result: dict, path: Path) -> Path:
         ax.set_title(title, fontsize=10)
         ax.set_xlabel("actors per learner")
         ax.set_xscale("log", base=2)
+        ax.set_xticks(sorted({p["actors"] for p in ok}) or [1])
+        ax.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
+        ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
         ax.grid(alpha=0.3)
         if rec.get("actors"):
             ax.axvline(rec["actors"], color="grey", ls="--", lw=1)
