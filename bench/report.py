@@ -1,0 +1,680 @@
+"""The benchmark report: reads the JSON files of one results directory (what `python -m
+bench.run_all` wrote, or any directory of bench/*.py outputs) and writes a Markdown report with
+PNG plots next to it, one section per seed figure:
+
+  (a) execution-time breakdown of actors and learner per actor count   <- bench.ratio
+  (b) actor push frequency (env steps/s per actor) vs the ideal          <- bench.ratio
+  (c) replay push/sample/update latency per path                          <- bench.replay
+  (d) aggregation time per allreduce: in-switch vs PS vs gloo             <- bench.aggregation
+  (e) scale-model predictions                                             <- bench.scale_model
+
+plus the software switch's packets/s and the learning checks when present. Every figure states
+its machine, its configuration and its ratio to the baseline measured in the same run; a figure
+whose data is missing says "not measured in this run" (with the driver's reason when
+run_all.json has one). Files are recognised by their "benchmark"/"bench" key, not their name;
+when a directory holds several of one kind the last by name is used.
+
+    python -m bench.report bench/results/run-<stamp> [--out bench/report.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+NOT_MEASURED = "not measured in this run"
+
+ACTOR_PHASES = ("computation", "pull_params", "push_experiences")
+LEARNER_PHASES = ("computation", "sample", "set_params", "update_priorities")
+REPLAY_OPS = ("push", "sample", "update")
+AGG_METHODS = ("switch", "ps", "gloo")
+SCALE_METHODS = ("switch_sync", "switch_async", "ps", "ring")
+
+
+# ---------------------------------------------------------------- loading
+
+
+def kind_of(data: dict) -> str | None:
+    k = data.get("benchmark") or data.get("bench")
+    return str(k) if k else None
+
+
+def load_results(results_dir: Path) -> dict[str, dict]:
+    """{kind: data} for every JSON file in results_dir (not recursive); the last by name wins.
+    run_all.json (the driver's record) is returned under "run_all"."""
+    found: dict[str, dict] = {}
+    for path in sorted(results_dir.glob("*.json")):
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if not isinstance(data, dict):
+            continue
+        kind = "run_all" if path.name == "run_all.json" else kind_of(data)
+        if kind:
+            data["_file"] = path.name
+            found[kind] = data
+    return found
+
+
+def proc_machine() -> str:
+    """This machine from /proc/cpuinfo and nproc (used when a JSON does not say)."""
+    model = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{model}, {os.cpu_count()} CPUs (report machine: /proc/cpuinfo, nproc)"
+
+
+def machine_line(data: dict, fallback: str) -> str:
+    host = data.get("host") or data.get("machine")
+    if isinstance(host, dict):
+        parts = [str(host.get("cpu_model") or host.get("cpu") or host.get("machine") or "CPU")]
+        cpus = host.get("cpus") or host.get("cores")
+        if cpus:
+            parts.append(f"{cpus} CPUs")
+        if host.get("kernel"):
+            parts.append(f"kernel {host['kernel']}")
+        if host.get("torch"):
+            parts.append(f"torch {host['torch']}")
+        gpu = data.get("gpu")
+        parts.append(f"GPU {gpu}" if gpu else "no GPU" if "gpu" in data else "")
+        return ", ".join(p for p in parts if p) + f" (from {data.get('_file', 'the JSON')})"
+    return fallback
+
+
+def fmt_ratio(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.2f}x"
+
+
+def ms(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.3g}"
+
+
+def div(a: float | None, b: float | None) -> float | None:
+    if a is None or b is None or b == 0:
+        return None
+    return a / b
+
+
+def md_table(header: list[str], rows: list[list[str]]) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(r) + " |" for r in rows]
+    return out
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+class Report:
+    def __init__(self, results_dir: Path, out: Path) -> None:
+        self.results_dir = results_dir
+        self.out = out
+        self.data = load_results(results_dir)
+        self.run_all = self.data.get("run_all") or {}
+        rm = self.run_all.get("machine")
+        self.machine_fallback = f"{rm} (from run_all.json)" if rm else proc_machine()
+        self.lines: list[str] = []
+        self.pngs: list[Path] = []
+
+    # ---- helpers
+
+    def png(self, fig, name: str) -> str:
+        path = self.out.parent / f"{self.out.stem}-{name}.png"
+        fig.tight_layout()
+        fig.savefig(path, dpi=100)
+        _plt().close(fig)
+        self.pngs.append(path)
+        return path.name
+
+    def missing(self, title: str, benches: list[str]) -> None:
+        self.lines += [f"## {title}", "", f"**{NOT_MEASURED}.**"]
+        for b in benches:
+            rec = (self.run_all.get("benchmarks") or {}).get(b)
+            if rec:
+                why = rec.get("reason") or f"exit code {rec.get('rc')}"
+                self.lines.append(f"- `{b}`: {rec.get('status')}: {why} (log: {rec.get('log', '-')})")
+            else:
+                self.lines.append(f"- `{b}`: no result file in {self.results_dir}")
+        self.lines.append("")
+
+    def head(self, title: str, data: dict, config: str) -> None:
+        self.lines += [
+            f"## {title}",
+            "",
+            f"- machine: {machine_line(data, self.machine_fallback)}",
+            f"- configuration: {config}",
+            f"- source: `{data.get('_file')}`",
+            "",
+        ]
+
+    # ---- (a) + (b) ratio sweep
+
+    def actor_phases(self, point: dict) -> tuple[dict[str, float], str]:
+        """Mean per-actor phase totals (s) and where they came from."""
+        per = point.get("actor_phase_totals_s")
+        if isinstance(per, list) and per:
+            return _mean_dicts(per), "actor_phase_totals_s in the JSON"
+        run_dir = point.get("run_dir")
+        if run_dir:
+            sums = []
+            for i in range(int(point["actors"])):
+                f = Path(run_dir) / f"actor{i}" / "summary.json"
+                try:
+                    sums.append(json.loads(f.read_text())["phase_totals_s"])
+                except (OSError, ValueError, KeyError):
+                    sums = []
+                    break
+            if sums:
+                return _mean_dicts(
+                    sums
+                ), "the actors' own summary.json (phase_totals_s) in each point's run_dir"
+        shares = [s for s in point.get("summary_actor_communication_share") or [] if s is not None]
+        walls = [w for w in point.get("summary_actor_wall_s") or [] if w is not None]
+        if shares:
+            share = statistics.mean(shares)
+            wall = statistics.mean(walls) if walls else 1.0
+            return (
+                {"computation": (1 - share) * wall, "pull+push": share * wall},
+                "communication_share of the actor summaries (pull and push not split)",
+            )
+        return {}, "no actor phase data"
+
+    def section_ratio(self) -> None:
+        d = self.data.get("ratio")
+        title_a = "(a) Execution-time breakdown of actors and learner"
+        title_b = "(b) Actor push frequency vs the ideal"
+        points = [p for p in (d or {}).get("points", []) if "error" not in p or not p.get("error")]
+        points = [p for p in points if p.get("learner_phase_totals_s") or p.get("env_steps_per_s")]
+        if not d or not points:
+            self.missing(title_a, ["ratio"])
+            self.missing(title_b, ["ratio"])
+            return
+        s = d.get("settings", {})
+        config = (
+            f"Ape-X on {s.get('env', '?')}, replay server on loopback, "
+            f"{s.get('seconds', '?')} s window per point, "
+            f"actors {s.get('actors')}, torch threads per actor {s.get('threads')}, quick={s.get('quick')}"
+        )
+        threads = min(p.get("threads", 1) for p in points)
+        pts = sorted((p for p in points if p.get("threads", 1) == threads), key=lambda p: p["actors"])
+
+        # (a)
+        self.head(title_a, d, config + f"; shown: {threads} thread(s) per actor")
+        rows, actor_fr, learner_fr, sources = [], [], [], set()
+        base_lc = None
+        for p in pts:
+            aph, src = self.actor_phases(p)
+            sources.add(src)
+            a_tot = sum(aph.values()) or 1.0
+            lph = p.get("learner_phase_totals_s") or {}
+            l_tot = sum(lph.values()) or 1.0
+            af = {k: v / a_tot for k, v in aph.items()}
+            lf = {k: v / l_tot for k, v in lph.items()}
+            actor_fr.append(af)
+            learner_fr.append(lf)
+            l_comm = 1 - lf.get("computation", 1.0) if lph else None
+            if base_lc is None:
+                base_lc = l_comm
+            a_comm = 1 - af.get("computation", 1.0) if aph else None
+            rows.append(
+                [
+                    str(p["actors"]),
+                    *(f"{af[k]:.0%}" if k in af else "-" for k in (*ACTOR_PHASES, "pull+push")),
+                    *(f"{lf[k]:.0%}" if k in lf else "-" for k in LEARNER_PHASES),
+                    "n/a" if a_comm is None else f"{a_comm:.0%}",
+                    "n/a" if l_comm is None else f"{l_comm:.0%}",
+                    fmt_ratio(div(l_comm, base_lc)),
+                ]
+            )
+        plt = _plt()
+        fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+        for ax, fr, role in ((axes[0], actor_fr, "actor (mean per actor)"), (axes[1], learner_fr, "learner")):
+            keys = sorted({k for f in fr for k in f}, key=lambda k: (k != "computation", k))
+            bottom = [0.0] * len(pts)
+            x = [str(p["actors"]) for p in pts]
+            for k in keys:
+                vals = [f.get(k, 0.0) for f in fr]
+                ax.bar(x, vals, bottom=bottom, label=k)
+                bottom = [b + v for b, v in zip(bottom, vals, strict=True)]
+            ax.set_xlabel("actors")
+            ax.set_ylabel("share of process time")
+            ax.set_title(role)
+            ax.legend(fontsize=7)
+        name = self.png(fig, "breakdown")
+        self.lines += [f"![execution-time breakdown]({name})", ""]
+        self.lines += md_table(
+            [
+                "actors",
+                *(f"actor {k}" for k in (*ACTOR_PHASES, "pull+push")),
+                *(f"learner {k}" for k in LEARNER_PHASES),
+                "actor comm.",
+                "learner comm.",
+                f"learner comm. vs {pts[0]['actors']} actor(s)",
+            ],
+            rows,
+        )
+        self.lines += [
+            "",
+            f"Actor phases from: {'; '.join(sorted(sources))}. Learner phases: `learner_phase_totals_s`. "
+            "Communication = everything but computation. The baseline is the fewest actors of this run.",
+            "",
+        ]
+
+        # (b)
+        self.head(title_b, d, config + f"; shown: {threads} thread(s) per actor")
+        ideal = pts[0].get("env_steps_per_s_per_actor")
+        rows, xs, per_actor = [], [], []
+        for p in pts:
+            r = p.get("env_steps_per_s_per_actor")
+            xs.append(str(p["actors"]))
+            per_actor.append(r or 0.0)
+            rows.append(
+                [
+                    str(p["actors"]),
+                    f"{p.get('env_steps_per_s', 0):.0f}",
+                    "n/a" if r is None else f"{r:.0f}",
+                    "n/a" if ideal is None else f"{ideal:.0f}",
+                    fmt_ratio(div(r, ideal)),
+                    f"{p.get('learner_updates_per_s', 0):.1f}",
+                ]
+            )
+        fig, ax = plt.subplots(figsize=(6, 4))
+        ax.bar(xs, per_actor, label="measured per actor")
+        if ideal:
+            ax.axhline(
+                ideal, color="k", linestyle="--", label=f"ideal (uncontended {pts[0]['actors']} actor)"
+            )
+        ax.set_xlabel("actors")
+        ax.set_ylabel("env steps/s per actor (each step is pushed)")
+        ax.legend(fontsize=8)
+        name = self.png(fig, "push-frequency")
+        self.lines += [f"![push frequency]({name})", ""]
+        self.lines += md_table(
+            [
+                "actors",
+                "env steps/s (all)",
+                "per actor",
+                "ideal per actor",
+                "per actor / ideal",
+                "learner updates/s",
+            ],
+            rows,
+        )
+        self.lines += [
+            "",
+            f"Ideal = the per-actor rate with {pts[0]['actors']} actor(s) in the same run (no contention for "
+            "CPU or the replay server); every environment step is pushed as a transition, so steps/s is the "
+            "push rate in transitions/s.",
+            "",
+        ]
+
+    # ---- (c) replay
+
+    def section_replay(self) -> None:
+        d = self.data.get("replay")
+        title = "(c) Replay access and sampling latency"
+        res = [
+            r
+            for r in (d or {}).get("results", [])
+            if not r.get("error") and not r.get("skipped") and r.get("push")
+        ]
+        if not d or not res:
+            self.missing(title, ["replay"])
+            return
+        c = d.get("config", {})
+        config = (
+            f"items {c.get('item_bytes')} B, batch {c.get('batch')}, "
+            f"{c.get('pushes_per_actor', c.get('pushes'))} pushes per actor, "
+            f"{c.get('rounds')} learner rounds, "
+            f"paths {c.get('paths')}, actors {c.get('actors')}, "
+            f"quick={c.get('quick')}; every request crosses the Python software switch"
+        )
+        self.head(title, d, config)
+        paths = [
+            p for p in ("switch", "host-sockets", "host-dpdk", "redis") if any(r["path"] == p for r in res)
+        ]
+        paths += sorted({r["path"] for r in res} - set(paths))
+        actors = sorted({r["actors"] for r in res})
+        by = {(r["path"], r["actors"]): r for r in res}
+        baseline = "redis" if "redis" in paths else paths[-1]
+        plt = _plt()
+        fig, axes = plt.subplots(1, 3, figsize=(13, 4))
+        for ax, op in zip(axes, REPLAY_OPS, strict=True):
+            for p in paths:
+                xs = [a for a in actors if (p, a) in by]
+                ax.plot(xs, [by[(p, a)][op]["median_ms"] for a in xs], marker="o", label=p)
+            ax.set_xlabel("actors")
+            ax.set_ylabel(f"{op} median latency (ms)")
+            ax.set_title(op)
+            ax.set_xticks(actors)
+            ax.legend(fontsize=7)
+        name = self.png(fig, "replay")
+        self.lines += [f"![replay latency]({name})", ""]
+        rows = []
+        for a in actors:
+            for p in paths:
+                r = by.get((p, a))
+                if not r:
+                    continue
+                b = by.get((baseline, a))
+                rows.append(
+                    [
+                        str(a),
+                        p,
+                        *(ms(r[op]["median_ms"]) for op in REPLAY_OPS),
+                        *(
+                            fmt_ratio(div(b[op]["median_ms"], r[op]["median_ms"]) if b else None)
+                            for op in REPLAY_OPS
+                        ),
+                    ]
+                )
+        self.lines += md_table(
+            [
+                "actors",
+                "path",
+                *(f"{op} median ms" for op in REPLAY_OPS),
+                *(f"{op}: {baseline} / path" for op in REPLAY_OPS),
+            ],
+            rows,
+        )
+        self.lines += [
+            "",
+            f"Ratios are {baseline}'s median latency over the path's at the same actor count "
+            "(> 1: the path is faster). `switch` = in-network sampling (priorities in the switch); "
+            "`host-sockets` = the same server without it.",
+            "",
+        ]
+        if "switch" in paths and "host-sockets" in paths:
+            cmp_rows = []
+            for a in actors:
+                s, h = by.get(("switch", a)), by.get(("host-sockets", a))
+                if s and h:
+                    cmp_rows.append(
+                        [
+                            str(a),
+                            *(fmt_ratio(div(h[op]["median_ms"], s[op]["median_ms"])) for op in REPLAY_OPS),
+                        ]
+                    )
+            self.lines += ["With vs without in-network sampling (host-sockets / switch median latency):", ""]
+            self.lines += md_table(["actors", *REPLAY_OPS], cmp_rows) + [""]
+        skipped = [r for r in d.get("results", []) if r.get("error") or r.get("skipped")]
+        for r in skipped:
+            self.lines.append(f"- {r['path']}, {r['actors']} actors: {r.get('error') or r.get('skipped')}")
+        if skipped:
+            self.lines.append("")
+
+    # ---- (d) aggregation
+
+    def section_aggregation(self) -> None:
+        d = self.data.get("aggregation")
+        title = "(d) Aggregation time per iteration: in-switch vs parameter server vs gloo"
+        res = [
+            r for r in (d or {}).get("results", []) if not r.get("error") and r.get("median_s") is not None
+        ]
+        if not d or not res:
+            self.missing(title, ["aggregation"])
+            return
+        c = d.get("config", {})
+        config = (
+            f"one allreduce of a float32 tensor, workers {c.get('workers')}, sizes {c.get('sizes_kb')} KB, "
+            f"repeat {c.get('repeat')}, slots {c.get('slots')}; in-switch = synchronous aggregation on the "
+            "Python software switch (in-switch async is not measured by bench.aggregation)"
+        )
+        self.head(title, d, config)
+        by = {(r["method"], r["workers"], r["size_kb"]): r["median_s"] for r in res}
+        sizes = sorted({r["size_kb"] for r in res})
+        workers = sorted({r["workers"] for r in res})
+        methods = [m for m in AGG_METHODS if any(r["method"] == m for r in res)]
+        plt = _plt()
+        fig, axes = plt.subplots(1, len(sizes), figsize=(4 * len(sizes), 4), squeeze=False)
+        for ax, sz in zip(axes[0], sizes, strict=True):
+            for m in methods:
+                xs = [w for w in workers if (m, w, sz) in by]
+                ax.plot(xs, [by[(m, w, sz)] * 1e3 for w in xs], marker="o", label=m)
+            ax.set_title(f"{sz} KB")
+            ax.set_xlabel("workers")
+            ax.set_ylabel("median ms per allreduce")
+            ax.set_yscale("log")
+            ax.set_xticks(workers)
+            ax.legend(fontsize=7)
+        name = self.png(fig, "aggregation")
+        self.lines += [f"![aggregation time]({name})", ""]
+        rows = []
+        for sz in sizes:
+            for w in workers:
+                vals = {m: by.get((m, w, sz)) for m in methods}
+                if not any(v is not None for v in vals.values()):
+                    continue
+                rows.append(
+                    [
+                        str(w),
+                        str(sz),
+                        *(ms(None if vals[m] is None else vals[m] * 1e3) for m in methods),
+                        fmt_ratio(div(vals.get("switch"), vals.get("gloo"))),
+                        fmt_ratio(div(vals.get("switch"), vals.get("ps"))),
+                    ]
+                )
+        self.lines += md_table(
+            ["workers", "size KB", *(f"{m} ms" for m in methods), "switch / gloo", "switch / ps"], rows
+        )
+        self.lines += [
+            "",
+            "Ratios are time over time (< 1: in-switch is faster). The software switch's packets/s, not "
+            "the method, bounds the in-switch time on this target.",
+            "",
+        ]
+        errs = [r for r in d.get("results", []) if r.get("error")]
+        for r in errs:
+            self.lines.append(f"- {r['method']}, {r['workers']} workers, {r['size_kb']} KB: {r['error']}")
+        if errs:
+            self.lines.append("")
+
+    # ---- (e) scale model
+
+    def section_scale(self) -> None:
+        d = self.data.get("scale_model")
+        title = "(e) Scale-model predictions (analytic, not measured)"
+        if not d or not d.get("rows"):
+            self.missing(title, ["scale_model"])
+            return
+        p = d.get("params", {})
+        config = (
+            f"model {p.get('model_bytes', 0) / 1e6:g} MB, "
+            f"compute {p.get('compute_s', 0) * 1e3:.3g} ms per iteration, "
+            f"window {p.get('window')}, hardware switch at line rate; {d.get('note', '')}"
+        )
+        self.head(title, d, config)
+        rows_in = d["rows"]
+        links = sorted({r["link_gbps"] for r in rows_in})
+        plt = _plt()
+        fig, axes = plt.subplots(1, len(links), figsize=(4.5 * len(links), 4), squeeze=False)
+        for ax, link in zip(axes[0], links, strict=True):
+            rs = sorted((r for r in rows_in if r["link_gbps"] == link), key=lambda r: r["workers"])
+            for m in SCALE_METHODS:
+                xs = [r["workers"] for r in rs if m in r["times"]]
+                ax.plot(
+                    xs, [r["times"][m]["total_s"] * 1e3 for r in rs if m in r["times"]], marker="o", label=m
+                )
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log")
+            ax.set_title(f"{link:g} GbE")
+            ax.set_xlabel("workers")
+            ax.set_ylabel("predicted ms per iteration")
+            ax.legend(fontsize=7)
+        name = self.png(fig, "scale-model")
+        self.lines += [f"![scale model]({name})", ""]
+        rows = []
+        for r in sorted(rows_in, key=lambda r: (r["link_gbps"], r["workers"])):
+            sp = r.get("speedups", {})
+            rows.append(
+                [
+                    f"{r['link_gbps']:g}",
+                    str(r["workers"]),
+                    *(
+                        ms(r["times"][m]["total_s"] * 1e3) if m in r["times"] else "n/a"
+                        for m in SCALE_METHODS
+                    ),
+                    *(
+                        fmt_ratio(sp.get(k))
+                        for k in ("sync_vs_ps", "sync_vs_ring", "async_vs_ps", "async_vs_ring")
+                    ),
+                ]
+            )
+        self.lines += md_table(
+            [
+                "GbE",
+                "workers",
+                *(f"{m} ms" for m in SCALE_METHODS),
+                "sync vs PS",
+                "sync vs ring",
+                "async vs PS",
+                "async vs ring",
+            ],
+            rows,
+        )
+        isw = d.get("iswitch")
+        if isw:
+            pred, pub, st = isw.get("predicted", {}), isw.get("published", {}), isw.get("setting", {})
+            self.lines += [
+                "",
+                f"iSwitch comparison ({st.get('workers')} workers, {st.get('link_gbps')} GbE): predicted "
+                f"sync vs PS {fmt_ratio(pred.get('sync_vs_ps'))}, "
+                f"async vs PS {fmt_ratio(pred.get('async_vs_ps'))}; "
+                f"published {fmt_ratio(pub.get('sync'))} sync, {fmt_ratio(pub.get('async'))} async.",
+            ]
+        inputs = d.get("inputs") or {}
+        if inputs:
+            self.lines += [
+                "",
+                "Inputs: measured " + ", ".join(k for k, v in inputs.items() if v.get("kind") == "measured"),
+            ]
+            self.lines.append(
+                "; assumed " + ", ".join(k for k, v in inputs.items() if v.get("kind") == "assumed") + "."
+            )
+        self.lines += [
+            "",
+            "Speedups are the baseline's predicted time over in-switch's (> 1: in-switch faster).",
+            "",
+        ]
+
+    # ---- extras
+
+    def section_pps(self) -> None:
+        d = self.data.get("softswitch_pps")
+        title = "Software switch packets/s (what limits the in-switch timings)"
+        if not d or not d.get("results"):
+            self.missing(title, ["softswitch_pps"])
+            return
+        self.head(title, d, f"target agg32 in-process {d.get('target_agg32_in_process_pps')} pps")
+        rows = [
+            [str(r.get("program")), str(r.get("path")), str(r.get("pps")), str(r.get("us_per_packet"))]
+            for r in d["results"]
+        ]
+        self.lines += md_table(["program", "path", "packets/s", "us/packet"], rows) + [""]
+
+    def section_learning(self) -> None:
+        got = [(k, self.data[k]) for k in ("learning_apex", "learning_dp") if k in self.data]
+        title = "Learning checks"
+        if not got:
+            self.missing(title, ["learning-apex", "learning-dp"])
+            return
+        self.lines += [f"## {title}", ""]
+        for k, d in got:
+            if k == "learning_apex":
+                self.lines.append(
+                    f"- Ape-X (`{d['_file']}`): {d.get('num_actors')} actors, {d.get('env')}, target "
+                    f"{d.get('target_return')}: reached={d.get('reached_target')}, "
+                    f"wall to target {d.get('wall_s_to_target')} s, env steps {d.get('env_steps_to_target')}"
+                )
+            else:
+                for r in d.get("results", []):
+                    keys = ("run", "seed", "reached", "wall_s_to_target", "env_steps_to_target", "error")
+                    desc = ", ".join(f"{x}={r[x]}" for x in keys if x in r)
+                    self.lines.append(f"- data-parallel (`{d['_file']}`): {desc}")
+        self.lines.append("")
+
+    def section_status(self) -> None:
+        b = self.run_all.get("benchmarks")
+        if not b:
+            return
+        self.lines += ["## Benchmark runs", ""]
+        rows = [
+            [
+                n,
+                str(r.get("status")),
+                f"{r.get('seconds', 0):.0f}",
+                str(r.get("reason") or ""),
+                f"`{r.get('log', '')}`",
+            ]
+            for n, r in b.items()
+        ]
+        self.lines += md_table(["benchmark", "status", "seconds", "note", "log"], rows) + [""]
+
+    def build(self) -> str:
+        started = self.run_all.get("started")
+        self.lines = [
+            "# innet-drl benchmark report",
+            "",
+            f"Results: `{self.results_dir}`"
+            + (f" (run started {started}, quick={self.run_all.get('quick')})" if started else ""),
+            "",
+            f"Machine: {self.machine_fallback}",
+            "",
+            "All in-switch timings are of the project's Python software switch on this machine, not of a "
+            "hardware switch; each ratio compares methods measured in the same run.",
+            "",
+        ]
+        self.section_ratio()
+        self.section_replay()
+        self.section_aggregation()
+        self.section_scale()
+        self.section_pps()
+        self.section_learning()
+        self.section_status()
+        return "\n".join(self.lines) + "\n"
+
+    def write(self) -> Path:
+        self.out.parent.mkdir(parents=True, exist_ok=True)
+        text = self.build()
+        self.out.write_text(text)
+        return self.out
+
+
+def _mean_dicts(ds: list[dict]) -> dict[str, float]:
+    keys = {k for d in ds for k in d}
+    return {k: statistics.mean(float(d.get(k, 0.0)) for d in ds) for k in keys}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.report", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    ap.add_argument("results_dir", type=Path)
+    ap.add_argument("--out", type=Path, default=ROOT / "bench" / "report.md")
+    args = ap.parse_args(argv)
+    if not args.results_dir.is_dir():
+        print(f"bench.report: {args.results_dir} is not a directory", file=sys.stderr)
+        return 2
+    rep = Report(args.results_dir, args.out)
+    rep.write()
+    print(f"wrote {args.out} and {len(rep.pngs)} plots")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,188 @@
+"""`make bench`: runs every benchmark as a subprocess, each writing its JSON into one directory
+bench/results/run-<stamp>/ (logs in its logs/), keeps going when one fails, records what happened
+in run_all.json and then writes the report (bench/report.md + PNGs, `python -m bench.report`).
+
+    python -m bench.run_all [--quick] [--only NAME,...] [--skip NAME,...] [--report-out PATH]
+
+Benchmarks needing root (namespaces, veths) are skipped with a message when not root.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bench.report import ROOT, Report, proc_machine
+
+
+@dataclass
+class Bench:
+    name: str
+    module: str
+    out: str  # file name in the run directory
+    full: list[str] = field(default_factory=list)
+    quick: list[str] = field(default_factory=list)
+    root: bool = False
+    timeout_full: float = 1200.0
+    timeout_quick: float = 300.0
+    out_flag: str = "--out"
+
+
+# scale_model last: it reads the measured inputs this run wrote (--results-dir)
+BENCHES = [
+    Bench("softswitch_pps", "bench.softswitch_pps", "softswitch_pps.json",
+          quick=["--packets", "5000", "--veth-packets", "2000", "--seconds", "10"],
+          timeout_full=300, timeout_quick=120),
+    Bench("aggregation", "bench.aggregation", "aggregation.json", quick=["--quick"], root=True,
+          timeout_full=1500, timeout_quick=300),
+    Bench("replay", "bench.replay", "replay.json", quick=["--quick"], root=True,
+          timeout_full=1200, timeout_quick=300),
+    Bench("ratio", "bench.ratio", "ratio.json", quick=["--quick"], timeout_full=900, timeout_quick=300),
+    Bench("learning-apex", "bench.learning_apex", "learning-apex.json",
+          quick=["--time-budget-s", "120"], timeout_full=1000, timeout_quick=240),
+    Bench("learning-dp", "bench.learning_dp", "learning-dp.json", full=["--runs", "sync-switch,sync-gloo"],
+          quick=["--runs", "sync-switch,sync-gloo", "--time-limit-s", "120"], root=True,
+          timeout_full=2000, timeout_quick=400),
+    Bench("scale_model", "bench.scale_model", "scale-model.json", timeout_full=120, timeout_quick=120),
+]  # fmt: skip
+GROUPS = {"learning": ["learning-apex", "learning-dp"]}
+
+
+def expand(names: str) -> set[str]:
+    out: set[str] = set()
+    for n in filter(None, (x.strip() for x in names.split(","))):
+        out.update(GROUPS.get(n, [n]))
+    known = {b.name for b in BENCHES}
+    bad = out - known
+    if bad:
+        raise SystemExit(
+            f"unknown benchmark(s) {sorted(bad)}; known: {sorted(known)} and groups {sorted(GROUPS)}"
+        )
+    return out
+
+
+def argv_for(b: Bench, run_dir: Path, quick: bool, is_root: bool) -> list[str]:
+    argv = [sys.executable, "-m", b.module, *(b.quick if quick else b.full), b.out_flag, str(run_dir / b.out)]
+    if b.name == "softswitch_pps" and not is_root:
+        argv.append("--skip-veth")  # the veth runs need root; the in-process runs do not
+    if b.name == "scale_model":
+        argv += ["--results-dir", str(run_dir), "--plot", str(run_dir / "scale-model.png")]
+    return argv
+
+
+def say(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] bench: {msg}", flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.run_all", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    ap.add_argument("--quick", action="store_true", help="smoke sizes (minutes in all)")
+    ap.add_argument("--only", default="", help="comma-separated benchmarks (or group 'learning') to run")
+    ap.add_argument("--skip", default="", help="comma-separated benchmarks (or group 'learning') to skip")
+    ap.add_argument("--results-dir", type=Path, default=None, help="default bench/results/run-<stamp>")
+    ap.add_argument("--report-out", type=Path, default=ROOT / "bench" / "report.md")
+    ap.add_argument("--list", action="store_true", help="list the benchmarks and exit")
+    args = ap.parse_args(argv)
+    if args.list:
+        for b in BENCHES:
+            print(f"{b.name:15} {b.module:22} {'root ' if b.root else ''}quick: {' '.join(b.quick) or '-'}")
+        return 0
+    only, skip = expand(args.only), expand(args.skip)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    run_dir = args.results_dir or ROOT / "bench" / "results" / f"run-{stamp}"
+    logs = run_dir / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    is_root = os.geteuid() == 0
+    record: dict = {
+        "benchmark": "run_all",
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "quick": args.quick,
+        "machine": proc_machine().replace(" (report machine: /proc/cpuinfo, nproc)", ""),
+        "root": is_root,
+        "benchmarks": {},
+    }
+    rec_path = run_dir / "run_all.json"
+
+    def save() -> None:
+        rec_path.write_text(json.dumps(record, indent=1) + "\n")
+
+    say(f"results in {run_dir} ({'quick' if args.quick else 'full'} sizes)")
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    }
+    failed = 0
+    for b in BENCHES:
+        log = logs / f"{b.name}.log"
+        entry: dict = {"log": str(log.relative_to(run_dir)), "seconds": 0.0}
+        record["benchmarks"][b.name] = entry
+        if (only and b.name not in only) or b.name in skip:
+            entry.update(status="skipped", reason="not selected (--only/--skip)")
+            say(f"{b.name}: skipped (not selected)")
+            save()
+            continue
+        if b.root and not is_root:
+            entry.update(status="skipped", reason="needs root (network namespaces); run `sudo make bench`")
+            say(f"{b.name}: skipped: needs root")
+            save()
+            continue
+        cmd = argv_for(b, run_dir, args.quick, is_root)
+        timeout = b.timeout_quick if args.quick else b.timeout_full
+        entry["cmd"] = " ".join(cmd[1:])
+        say(f"{b.name}: running `{entry['cmd']}` (limit {timeout:.0f} s, log {log})")
+        t0 = time.monotonic()
+        try:
+            with open(log, "w") as f:
+                proc = subprocess.Popen(cmd, cwd=ROOT, stdout=f, stderr=subprocess.STDOUT, env=env,
+                                        start_new_session=True)  # fmt: skip
+                try:
+                    rc = proc.wait(timeout=timeout)
+                except subprocess.TimeoutExpired:
+                    # SIGINT first: the benchmarks keep what they measured and clean up on Ctrl-C
+                    os.killpg(proc.pid, 2)
+                    try:
+                        proc.wait(timeout=60)
+                    except subprocess.TimeoutExpired:
+                        os.killpg(proc.pid, 9)
+                        proc.wait()
+                    rc = None
+        except KeyboardInterrupt:
+            entry.update(status="interrupted", seconds=time.monotonic() - t0)
+            save()
+            raise
+        entry["seconds"] = time.monotonic() - t0
+        entry["rc"] = rc
+        out_ok = (run_dir / b.out).is_file()
+        if rc == 0 and out_ok:
+            entry["status"] = "ok"
+        else:
+            failed += 1
+            entry["status"] = "timeout" if rc is None else "failed"
+            tail = log.read_text(errors="replace").strip().splitlines()[-3:] if log.exists() else []
+            entry["reason"] = (
+                (f"killed after {timeout:.0f} s" if rc is None else f"exit code {rc}")
+                + ("" if out_ok else ", no JSON written")
+                + (": " + " / ".join(t.strip()[:200] for t in tail) if tail else "")
+            )
+        say(
+            f"{b.name}: {entry['status']} in {entry['seconds']:.0f} s"
+            + (f" ({entry.get('reason')})" if failed and entry["status"] != "ok" else "")
+        )
+        save()
+    record["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    save()
+    rep = Report(run_dir, args.report_out)
+    rep.write()
+    say(f"report: {args.report_out} ({len(rep.pngs)} plots); {failed} benchmark(s) failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
