@@ -1,0 +1,93 @@
+"""bench.report on small hand-written fixtures (tests/fixtures/bench/*.json, trimmed copies of
+the real formats): each figure's section, its ratios (known answers) and its PNG; and missing
+data giving "not measured in this run". No benchmark is run."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from bench.report import NOT_MEASURED, main
+
+FIXTURES = Path(__file__).parent / "fixtures" / "bench"
+SECTIONS = ("(a) Execution-time breakdown", "(b) Actor push frequency", "(c) Replay access",
+            "(d) Aggregation time", "(e) Scale-model predictions")  # fmt: skip
+
+
+def _report(results: Path, out_dir: Path) -> str:
+    out = out_dir / "report.md"
+    assert main([str(results), "--out", str(out)]) == 0
+    return out.read_text()
+
+
+def test_full_fixture_report(tmp_path: Path) -> None:
+    text = _report(FIXTURES, tmp_path)
+    for s in SECTIONS:
+        assert f"## {s}" in text
+    assert NOT_MEASURED not in text.split("## Learning checks")[0]
+    # (a) learner communication 20% at 1 actor, 40% at 2 -> 2.00x; actor comm. 20% / mean(30%, 50%) = 40%
+    assert "| 1 | 80% | - | - | 20% | 80% | 10% | 5% | 5% | 20% | 20% | 1.00x |" in text
+    assert "| 2 | 60% | - | - | 40% | 60% | 20% | 10% | 10% | 40% | 40% | 2.00x |" in text
+    # (b) 600 env steps/s per actor at 2 actors against 1000 at 1 -> 0.60x
+    assert "| 2 | 1200 | 600 | 1000 | 0.60x |" in text
+    # (c) redis / switch = 8/2, 4/1, 2/0.5 = 4x; redis / host-sockets = 2x; host-sockets / switch = 2x
+    assert "| 1 | switch | 2 | 1 | 0.5 | 4.00x | 4.00x | 4.00x |" in text
+    assert "| 1 | host-sockets | 4 | 2 | 1 | 2.00x | 2.00x | 2.00x |" in text
+    assert "| 1 | 2.00x | 2.00x | 2.00x |" in text
+    assert "host-dpdk, 1 actors: libdpdk not found" in text
+    # (d) switch 300 ms, ps 100 ms, gloo 60 ms -> switch/gloo 5.00x, switch/ps 3.00x
+    assert "| 2 | 100 | 300 | 100 | 60 | 5.00x | 3.00x |" in text
+    # (e) the model's own speedups and the iSwitch line
+    assert "| 10 | 8 | 40 | 30 | 100 | 60 | 2.50x | 1.50x | 3.33x | 2.00x |" in text
+    assert "published 3.66x sync, 3.71x async" in text
+    assert "Inputs: measured compute_s" in text
+    # each figure states its machine and configuration
+    assert text.count("- machine: Fixture CPU, 2 CPUs") == 3  # ratio (a, b) and replay
+    assert text.count("- configuration:") == 6
+    for name in ("breakdown", "push-frequency", "replay", "aggregation", "scale-model"):
+        png = tmp_path / f"report-{name}.png"
+        assert png.is_file() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert f"]({png.name})" in text
+
+
+def test_actor_phases_from_run_dir(tmp_path: Path) -> None:
+    """With the actors' summary.json files in the point's run_dir, pull and push are split."""
+    data = json.loads((FIXTURES / "ratio.json").read_text())
+    for p in data["points"]:
+        run = tmp_path / "runs" / f"a{p['actors']}"
+        for i in range(p["actors"]):
+            (run / f"actor{i}").mkdir(parents=True)
+            totals = {"computation": 7.0, "pull_params": 1.0, "push_experiences": 2.0}
+            (run / f"actor{i}" / "summary.json").write_text(json.dumps({"phase_totals_s": totals}))
+        p["run_dir"] = str(run)
+    res = tmp_path / "res"
+    res.mkdir()
+    (res / "ratio.json").write_text(json.dumps(data))
+    text = _report(res, tmp_path)
+    assert "| 1 | 70% | 10% | 20% | - |" in text
+    assert "actors' own summary.json" in text
+
+
+def test_missing_data_says_not_measured(tmp_path: Path) -> None:
+    res = tmp_path / "res"
+    res.mkdir()
+    shutil.copy(FIXTURES / "aggregation.json", res)
+    benches = {
+        "replay": {"status": "skipped", "reason": "needs root", "log": "logs/replay.log"},
+        "ratio": {"status": "failed", "reason": "exit code 1", "rc": 1, "seconds": 3.0},
+    }
+    run_all = {"benchmark": "run_all", "machine": "Fixture CPU, 2 CPUs", "quick": True, "benchmarks": benches}
+    (res / "run_all.json").write_text(json.dumps(run_all))
+    text = _report(res, tmp_path / "out")
+    for s in SECTIONS:
+        assert f"## {s}" in text
+    assert "## (d) Aggregation time" in text and "5.00x" in text
+    # (a), (b), (c), (e), softswitch and learning: not measured
+    assert text.count(f"**{NOT_MEASURED}.**") == 6
+    assert "`replay`: skipped: needs root" in text
+    assert "`ratio`: failed: exit code 1" in text
+    assert "`scale_model`: no result file" in text
+    assert (tmp_path / "out" / "report-aggregation.png").is_file()
+    assert not (tmp_path / "out" / "report-replay.png").exists()
+    assert "Machine: Fixture CPU, 2 CPUs (from run_all.json)" in text
