@@ -77,9 +77,11 @@ bmv2-test: system-deps $(STAMP) replay-server
 	else echo "bmv2-test: FAILED (exit $$rc; P4 packet tests + end-to-end scenario on the software switch)"; fi; \
 	exit $$rc
 
-bench: $(STAMP)
-	@[ -f bench/softswitch_pps.py ] || { echo "bench: bench/softswitch_pps.py does not exist yet" >&2; exit 1; }
-	$(VPY) bench/softswitch_pps.py
+# All benchmarks into bench/results/run-<stamp>/ and the report bench/report.md (+ PNGs); root
+# benchmarks are skipped when not root. Options via BENCH_ARGS, e.g. `make bench BENCH_ARGS=--quick`
+# or BENCH_ARGS="--quick --skip learning".
+bench: system-deps $(STAMP) replay-server
+	$(VPY) -m bench.run_all $(BENCH_ARGS)
 
 # apt packages, installed only when missing; `apt-get update` only when something must be installed.
 system-deps:
