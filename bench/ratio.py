@@ -342,6 +342,8 @@ def measure_point(
         "learner_sample_share": totals.get("sample", 0.0) / all_time if all_time > 0 else None,
         "learner_communication_share": learner_sum.get("communication_share"),
         "learner_phase_totals_s": totals,
+        # the report's time breakdown reads these; runs/... may be gone by then
+        "actor_phase_totals_s": [a.get("phase_totals_s", {}) for a in actor_sums],
         "exit_codes": {"learner": learner.returncode,
                        **{f"actor{i}": a.returncode for i, a in enumerate(actors)}},
         "run_dir": str(run_dir),

@@ -151,3 +151,6 @@ def test_one_real_point(tmp_path: Path) -> None:
     assert 0.25 < p["env_steps_per_s"] / p["summary_actor_env_steps_per_s"] < 4
     assert p["summary_learner_updates"] >= p["learner_updates"] * 0.5
     assert p["exit_codes"] == {"learner": 0, "actor0": 0}
+    # the actor's phase split travels in the JSON (the report's breakdown must not need runs/)
+    (phases,) = p["actor_phase_totals_s"]
+    assert phases["push_experiences"] > 0 and phases["computation"] > 0
