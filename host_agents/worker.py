@@ -197,7 +197,8 @@ class WorkerConfig(RunConfig):
     eps_fraction: float = 0.3
     """DQN: fraction of --max-steps over which epsilon decays linearly"""
     staleness_scaling: bool = True
-    """async: scale each chunk by 1/(contributors x (1 + staleness)) instead of 1/contributors"""
+    """async: weight each chunk's mean by min(1, (1 + s_ref) / (1 + staleness)), s_ref the job's running
+    mean staleness, so only chunks staler than usual are scaled down (host_agents.dp_algorithms)"""
     resync_interval: int = 16
     """async: every this many job-wide allreduce calls the workers average their parameters
     through the switch (one extra call; a worker missing a chunk keeps its own values there); 0:
