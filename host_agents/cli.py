@@ -14,7 +14,6 @@ import argparse
 import ast
 import dataclasses
 import inspect
-import logging
 import os
 import sys
 import textwrap
@@ -26,7 +25,6 @@ from typing import Any, TypeVar
 __all__ = ["ConfigError", "add_config_args", "config_from_args", "field_docs", "run_main"]
 
 T = TypeVar("T")
-log = logging.getLogger("innet.cli")
 
 
 class ConfigError(ValueError):

@@ -143,19 +143,16 @@ class PhaseTimer:
     def totals(self) -> dict[str, float]:
         return self._with_computation(self._total, time.perf_counter() - self._start)
 
-    @staticmethod
-    def communication_share(split: dict[str, float], communication: Iterable[str] | None = None) -> float:
-        """Share of working time spent communicating: the ``communication`` phases over those
-        phases plus computation. Other named phases (evaluation, checkpoints) count for neither
-        side. ``communication=None`` takes every named phase but ``NOT_COMMUNICATION``."""
-        if communication is None:
-            communication = [p for p in split if p not in NOT_COMMUNICATION]
-        comm = sum(split.get(p, 0.0) for p in communication)
-        total = comm + split.get(COMPUTATION, 0.0)
-        return 0.0 if total <= 0 else comm / total
 
-
-communication_share = PhaseTimer.communication_share
+def communication_share(split: dict[str, float], communication: Iterable[str] | None = None) -> float:
+    """Share of working time spent communicating: the ``communication`` phases over those
+    phases plus computation. Other named phases (evaluation, checkpoints) count for neither
+    side. ``communication=None`` takes every named phase but ``NOT_COMMUNICATION``."""
+    if communication is None:
+        communication = [p for p in split if p not in NOT_COMMUNICATION]
+    comm = sum(split.get(p, 0.0) for p in communication)
+    total = comm + split.get(COMPUTATION, 0.0)
+    return 0.0 if total <= 0 else comm / total
 
 
 class Progress:
