@@ -31,7 +31,7 @@ from host_agents.apex import (
     double_q_loss,
     finite,
     mean_last,
-    replay_status,
+    open_replay,
 )
 from host_agents.cli import ConfigError
 from host_agents.envs import env_info, make_env
@@ -46,7 +46,7 @@ from host_agents.metrics import (
 )
 from host_agents.networks import DuelingQNetwork, select_device
 from host_agents.param_store import ParamStore
-from host_agents.replay_client import ReplayConfig, make_replay_client
+from host_agents.replay_client import ReplayConfig
 from host_agents.run_config import seed_everything
 
 __all__ = ["ActorConfig", "main", "run_actor"]
@@ -140,12 +140,7 @@ def run_actor(cfg: ActorConfig, replay: ReplayConfig) -> dict:
 
     net = DuelingQNetwork(info.obs_shape, info.num_actions, cfg.hidden).to(device)
     net.eval()
-    client = make_replay_client(replay)
-    try:
-        replay_status(client, replay)  # a missing server or a table of another size: say so now
-    except BaseException:
-        client.close()
-        raise
+    client, _ = open_replay(replay)  # a missing server or a table of another size: say so now
     store = ParamStore(client)
     env = make_env(cfg.env, seed=cfg.process_seed + episodes)
     acc = NStepAccumulator(cfg.n_step, cfg.gamma)

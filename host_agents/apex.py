@@ -28,7 +28,7 @@ from torch.nn import functional as F
 
 from host_agents.cli import ConfigError, add_config_args, config_from_args, run_main
 from host_agents.experience import TransitionBatch
-from host_agents.replay_client import ReplayClient, ReplayConfig
+from host_agents.replay_client import ReplayClient, ReplayConfig, make_replay_client
 from host_agents.run_config import RunConfig
 
 __all__ = [
@@ -142,6 +142,17 @@ def replay_status(client: ReplayClient, replay: ReplayConfig) -> dict[str, int]:
                 )
             return {"size": int(t["size"]), "inserts": int(t.get("inserts", t["size"]))}
     raise ConfigError(f"the replay server has no table {replay.table_id} ({len(tables)} tables)")
+
+
+def open_replay(replay: ReplayConfig) -> tuple[ReplayClient, dict[str, int]]:
+    """A client of the configured table and its ``replay_status``, checked before anything else is
+    touched (unreachable server, missing table or another max_size fail here; the client is closed)."""
+    client = make_replay_client(replay)
+    try:
+        return client, replay_status(client, replay)
+    except BaseException:
+        client.close()
+        raise
 
 
 class StopFlag:

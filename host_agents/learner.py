@@ -35,6 +35,7 @@ from host_agents.apex import (
     batch_tensors,
     double_q_loss,
     finite,
+    open_replay,
     replay_status,
 )
 from host_agents.cli import ConfigError
@@ -50,7 +51,7 @@ from host_agents.metrics import (
 )
 from host_agents.networks import DuelingQNetwork, select_device
 from host_agents.param_store import ParamStore
-from host_agents.replay_client import ReplayConfig, ReplayTimeout, make_replay_client
+from host_agents.replay_client import ReplayConfig, ReplayTimeout
 from host_agents.run_config import evaluate, seed_everything
 
 __all__ = ["LearnerConfig", "main", "run_learner"]
@@ -201,14 +202,9 @@ def run_learner(cfg: LearnerConfig, replay: ReplayConfig) -> dict:
         print(f"[{ROLE}] resumed from {ckpt_path}: {updates} updates, params v{version}", flush=True)
     start_updates = updates
 
-    client = make_replay_client(replay)
-    try:
-        # unreachable server or a table that does not match: fail before the run directory,
-        # its checkpoint or the published parameters are touched
-        status = replay_status(client, replay)
-    except BaseException:
-        client.close()
-        raise
+    # unreachable server or a table that does not match: fail before the run directory, its
+    # checkpoint or the published parameters are touched
+    client, status = open_replay(replay)
     store = ParamStore(client)
     timer = PhaseTimer()
     progress = Progress(ROLE, cfg.progress_interval_s)
