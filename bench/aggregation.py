@@ -8,6 +8,12 @@ for the other methods), so every byte of every method crosses the switch. Method
   switch  in-switch aggregation (p4/innet.p4, host_agents.agg_client.AggregationClient): each
           worker sends its tensor in 32-value UDP packets, the switch sums them and multicasts
           the result back; a window of --slots outstanding packets per worker.
+  switch-async
+          the same, as an asynchronous job (iSwitch async): each chunk's result goes out once
+          the first --async-threshold workers' packets are in (default N-1), with a fixed
+          exponent; a worker behind gets that result without its own contribution. Needs N >= 2
+          (with one worker there is nobody to wait less for: recorded as not applicable).
+          Checked per chunk against the exact sum of the workers the result names (bitmap).
   ps      parameter server over TCP (host_agents.param_server) on the extra host.
   gloo    torch.distributed gloo ring allreduce (host_agents.gloo_allreduce), rank 0 = worker 0.
 
@@ -70,7 +76,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # `python bench/aggregation.py` as well as `python -m bench.aggregation`
     sys.path.insert(0, str(ROOT))
 
-METHODS = ("switch", "ps", "gloo")
+METHODS = ("switch", "switch-async", "ps", "gloo")
 KB = 1000
 DEFAULT_WORKERS = [1, 2, 4, 8]
 DEFAULT_SIZES_KB = [10, 100, 1000, 13000]
@@ -83,6 +89,10 @@ DEFAULT_OUT = ROOT / "bench" / "results" / "aggregation.json"
 
 JOB_ID = 1
 MEMBER_UDP_PORT = 40000
+# switch-async: one job per size (an asynchronous job's tensors all have one size, and its
+# round numbers restart with each new client), ids ASYNC_JOB_BASE + size index, slots after the
+# sync job's, member ports MEMBER_UDP_PORT + 1 + size index
+ASYNC_JOB_BASE = 2
 PS_PORT = 5555
 GLOO_PORT = 29500
 SEED = 0
@@ -123,7 +133,7 @@ def repeat_for(size_kb: int, repeat: int, big_repeat: int) -> int:
 def estimate_call_s(method: str, workers: int, numel: int) -> float:
     """Rough seconds of one allreduce on the software switch (for the estimate and timeouts)."""
     nbytes = 4 * numel
-    if method == "switch":
+    if method.startswith("switch"):
         packets = workers * math.ceil(numel / 32)
         return 0.01 + packets / EST_AGG_PPS
     if method == "ps":  # N tensors to the server and N back, plus about one ACK per two segments
@@ -150,20 +160,24 @@ def phase_timeout_s(method: str, workers: int, numel: int, calls: int) -> float:
 
 
 class _SwitchMethod:
+    asynchronous = False
+
     def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.client = self._client(args.job, MEMBER_UDP_PORT, None, None)
+
+    def _client(self, job: int, port: int, threshold: int | None, exponent: int | None):
         from host_agents.agg_client import AggregationClient
         from host_agents.agg_protocol import AGG_UDP_PORT
 
-        self.client = AggregationClient(
-            (args.switch, AGG_UDP_PORT),
-            args.job,
-            args.rank,
-            args.workers,
-            args.slots,
-            bind=(args.bind, MEMBER_UDP_PORT),
-            timeout=args.retx_timeout,
-            max_tries=args.max_tries,
-        )
+        a = self.args
+        return AggregationClient(
+            (a.switch, AGG_UDP_PORT), job, a.rank, a.workers, a.slots, bind=(a.bind, port),
+            threshold=threshold, fixed_exponent=exponent, timeout=a.retx_timeout, max_tries=a.max_tries,
+        )  # fmt: skip
+
+    def start_size(self, index: int, numel: int) -> None:
+        """Called before each size's warm-up (the async method opens that size's job here)."""
 
     def allreduce(self, x):
         y = self.client.allreduce(x)
@@ -172,6 +186,59 @@ class _SwitchMethod:
 
     def close(self) -> None:
         self.client.close()
+
+
+class _SwitchAsyncMethod(_SwitchMethod):
+    asynchronous = True
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.client = None
+
+    def start_size(self, index: int, numel: int) -> None:
+        if self.client is not None:
+            self.client.close()
+        a = self.args
+        exponent = fixed_exponent_for(a.seed, a.workers, numel)
+        self.client = self._client(ASYNC_JOB_BASE + index, MEMBER_UDP_PORT + 1 + index, a.threshold, exponent)
+
+    def close(self) -> None:
+        if self.client is not None:
+            self.client.close()
+
+
+def fixed_exponent_for(seed: int, workers: int, numel: int) -> int:
+    """The smallest e with every worker's input inside +-2**e (all workers compute the same e from
+    the shared seed, as real workers agree on a gradient clip bound)."""
+    from host_agents.allreduce import input_tensor
+
+    peak = max(float(input_tensor(seed, w, numel, 0).abs().max()) for w in range(workers))
+    return max(-120, min(120, math.floor(math.log2(peak)) + 1 if peak > 0 else 0))
+
+
+def check_async(seed: int, workers: int, y, info) -> tuple[float, float, int]:
+    """(max relative error, mean workers per chunk, chunks with no result) of an asynchronous
+    result: every chunk must equal the exact sum of the inputs of the workers its bitmap names."""
+    import numpy as np
+
+    from host_agents.agg_protocol import VALUES_PER_PACKET
+    from host_agents.allreduce import input_tensor
+
+    numel = y.numel()
+    inputs = np.stack([input_tensor(seed, w, numel, 0).double().numpy() for w in range(workers)])
+    got = y.double().numpy()
+    err, peak = 0.0, 0.0
+    missing = 0
+    for c, bitmap in enumerate(info.bitmap.tolist()):
+        lo, hi = c * VALUES_PER_PACKET, min(numel, (c + 1) * VALUES_PER_PACKET)
+        members = [w for w in range(workers) if bitmap >> w & 1]
+        if int(info.count[c]) != len(members) or not members:
+            missing += 1  # a chunk without a result, or a count that contradicts its bitmap
+            continue
+        expect = inputs[members, lo:hi].sum(axis=0)
+        err = max(err, float(np.abs(got[lo:hi] - expect).max()))
+        peak = max(peak, float(np.abs(expect).max()))
+    return err / (peak or 1.0), float(info.count.mean()), missing
 
 
 class _PsMethod:
@@ -229,7 +296,10 @@ def worker_main(args: argparse.Namespace) -> int:
     sizes = [int(s) for s in args.sizes.split(",")]
     repeats = [int(r) for r in args.repeats.split(",")]
     stdin = StdinLines()
-    kind = {"switch-worker": _SwitchMethod, "ps-worker": _PsMethod, "gloo-worker": _GlooMethod}[args.role]
+    kind = {
+        "switch-worker": _SwitchMethod, "switch-async-worker": _SwitchAsyncMethod,
+        "ps-worker": _PsMethod, "gloo-worker": _GlooMethod,
+    }[args.role]  # fmt: skip
     try:
         method = kind(args)
     except Exception as e:
@@ -237,26 +307,37 @@ def worker_main(args: argparse.Namespace) -> int:
         return 1
     try:
         emit(event="up", rank=args.rank)
-        for numel, repeat in zip(sizes, repeats, strict=True):
+        is_async = isinstance(method, _SwitchAsyncMethod)
+        for index, (numel, repeat) in enumerate(zip(sizes, repeats, strict=True)):
             x = input_tensor(args.seed, args.rank, numel, 0)
             if stdin.readline(args.phase_timeout) is None:
                 return 1
+            if isinstance(method, _SwitchMethod):
+                method.start_size(index, numel)
             t0 = time.perf_counter()
             y, _, _, retx = method.allreduce(x)
             warm_s = time.perf_counter() - t0
-            expect = _expected_sum(args.seed, args.workers, numel)
-            peak = float(expect.abs().max())
-            err = float((y.double() - expect).abs().max()) / (peak or 1.0)
-            emit(event="warm", rank=args.rank, numel=numel, seconds=warm_s, max_rel_err=err, retx=retx)
+            extra: dict = {}
+            if is_async:
+                err, mean_count, missing = check_async(args.seed, args.workers, y, method.client.last_info)
+                extra = {"mean_count": mean_count, "missing_chunks": missing}
+            else:
+                expect = _expected_sum(args.seed, args.workers, numel)
+                peak = float(expect.abs().max())
+                err = float((y.double() - expect).abs().max()) / (peak or 1.0)
+            emit(event="warm", rank=args.rank, numel=numel, seconds=warm_s, max_rel_err=err, retx=retx,
+                 **extra)  # fmt: skip
             if stdin.readline(args.phase_timeout) is None:
                 return 1
             for rep in range(repeat):
                 t0 = time.perf_counter()
                 _, sent, received, retx = method.allreduce(x)
                 seconds = time.perf_counter() - t0
+                if is_async:  # workers per chunk: how much of the sum this worker got back
+                    extra = {"mean_count": float(method.client.last_info.count.mean())}
                 emit(
                     event="call", rank=args.rank, numel=numel, rep=rep, seconds=seconds,
-                    bytes_sent=sent, bytes_received=received, retransmissions=retx,
+                    bytes_sent=sent, bytes_received=received, retransmissions=retx, **extra,
                 )
             emit(event="done", rank=args.rank, numel=numel)
     except Exception as e:
@@ -273,7 +354,7 @@ def build_worker_parser() -> argparse.ArgumentParser:
         description="INTERNAL: one benchmark worker inside a namespace, driven over stdin/stdout by "
         "`python -m bench.aggregation` (not meant to be run by hand).",
     )
-    p.add_argument("--role", required=True, choices=["switch-worker", "ps-worker", "gloo-worker"])
+    p.add_argument("--role", required=True, choices=[f"{m}-worker" for m in METHODS])
     p.add_argument("--rank", type=int, required=True)
     p.add_argument("--workers", type=int, required=True)
     p.add_argument("--sizes", required=True, help="comma-separated element counts")
@@ -284,6 +365,7 @@ def build_worker_parser() -> argparse.ArgumentParser:
     p.add_argument("--bind", help="switch-worker: this worker's IP")
     p.add_argument("--job", type=int, default=JOB_ID)
     p.add_argument("--slots", type=int, default=DEFAULT_SLOTS)
+    p.add_argument("--threshold", type=int, help="switch-async-worker: the job's threshold")
     p.add_argument("--retx-timeout", type=float, default=0.2)
     p.add_argument("--max-tries", type=int, default=100)
     p.add_argument("--server", help="ps-worker: IP:PORT of the parameter server")
@@ -358,6 +440,7 @@ class Config:
     big_repeat: int
     slots: int
     out: Path
+    async_threshold: int = 0  # switch-async: 0 = N - 1
     results: list[dict] = field(default_factory=list)
     meta: dict = field(default_factory=dict)
 
@@ -366,6 +449,11 @@ class Config:
         tmp = self.out.with_suffix(self.out.suffix + ".tmp")
         tmp.write_text(json.dumps({**self.meta, "results": self.results}, indent=1) + "\n")
         tmp.replace(self.out)
+
+
+def async_threshold(cfg: Config, n: int) -> int:
+    """switch-async's threshold for n workers: --async-threshold (capped at n - 1), else n - 1."""
+    return max(1, min(n - 1, cfg.async_threshold or n - 1))
 
 
 def worker_argv(cfg: Config, method: str, n: int, rank: int, tb, extra: dict) -> list[str]:
@@ -378,10 +466,12 @@ def worker_argv(cfg: Config, method: str, n: int, rank: int, tb, extra: dict) ->
         "--phase-timeout", f"{timeout + STARTUP_TIMEOUT_S:.0f}",
     ]
     w = tb.workers[rank]
-    if method == "switch":
+    if method.startswith("switch"):
         from topologies.testbed import switch_ip
 
         argv += ["--switch", switch_ip(0), "--bind", w.ip, "--slots", str(cfg.slots), "--job", str(JOB_ID)]
+        if method == "switch-async":
+            argv += ["--threshold", str(async_threshold(cfg, n))]
     elif method == "ps":
         argv += ["--server", extra["server"]]
     else:
@@ -458,10 +548,11 @@ def measure_size(
         per_rank[c["rank"]][c["rep"]] = c["seconds"]
         own_bytes[c["rank"]] += c["bytes_sent"] + c["bytes_received"]
         retx_timed += c["retransmissions"]
-    if method != "switch":  # TCP: segments the worker hosts' kernels retransmitted
+    if not method.startswith("switch"):  # TCP: segments the worker hosts' kernels retransmitted
         hosts_after, hosts_before = after + [server_after], before + [server_before]  # ps: its server too
         retx_timed = int(sum(w["tcp_retrans_segs"] for w in _deltas(hosts_after, hosts_before, 1)))
     seconds = [max(per_rank[r][rep] for r in range(n)) for rep in range(repeat)]
+    counts = [c["mean_count"] for c in calls if c.get("event") == "call" and "mean_count" in c]
     wire = _deltas(after, before, repeat)
     wire_mean = statistics.fmean(w["tx_bytes"] + w["rx_bytes"] for w in wire)
     median = statistics.median(seconds)
@@ -485,18 +576,26 @@ def measure_size(
         "method_bytes_per_worker_per_call": statistics.fmean(own_bytes) / repeat,
         "method_bytes_kind": {
             "switch": "Ethernet frames the client sent + received",
+            "switch-async": "Ethernet frames the client sent + received",
             "ps": "payload + 32-byte frame headers sent + received (no TCP/IP/Ethernet headers)",
             "gloo": "analytic ring estimate of payload sent + received (gloo has no counters)",
         }[method],
         "server_wire_per_call": _delta(server_after, server_before, repeat) if method == "ps" else None,
         "retransmissions_warmup": retx,
         "retransmissions_timed": retx_timed,
-        "retransmissions_kind": "aggregation packets resent by the clients" if method == "switch"
+        "retransmissions_kind": "aggregation packets resent by the clients" if method.startswith("switch")
         else "TCP segments resent by the hosts (/proc/net/snmp RetransSegs, all workers + the ps server)",
         "max_rel_err": err,
         "check_ok": err < 1e-4,
         "error": None,
     }
+    if method == "switch-async":
+        # threshold k of n: a call's time is the slowest worker's, but no worker waits for the
+        # last n - k; mean_count = workers summed per chunk in the results the workers got
+        res["threshold"] = async_threshold(cfg, n)
+        res["mean_count_timed"] = statistics.fmean(counts) if counts else None
+        res["missing_chunks_warmup"] = sum(int(w.get("missing_chunks", 0)) for w in warm)
+        res["check_ok"] = res["check_ok"] and res["missing_chunks_warmup"] == 0
     progress(
         f"  {method} x{n} {size_label(nbytes)}: median {median * 1e3:.1f} ms, "
         f"min {min(seconds) * 1e3:.1f} ms, "
@@ -544,10 +643,26 @@ def run(cfg: Config) -> None:
         with star(n + 1) as tb:
             progress(f"workers={n}: testbed up in {time.monotonic() - t0:.1f} s")
             fail_dns_fast(tb)
+            job_net = Testbed(tb.switches, tb.workers[:n])  # members: the workers, not the PS host
             if "switch" in cfg.methods:
-                job_net = Testbed(tb.switches, tb.workers[:n])  # members: the workers, not the PS host
                 job_net.install_job(JOB_ID, 0, cfg.slots, udp_port=MEMBER_UDP_PORT)
+            if "switch-async" in cfg.methods and n >= 2:
+                for i in range(len(cfg.sizes_kb)):
+                    job_net.install_job(
+                        ASYNC_JOB_BASE + i, cfg.slots * (1 + i), cfg.slots,
+                        threshold=async_threshold(cfg, n), udp_port=MEMBER_UDP_PORT + 1 + i,
+                    )  # fmt: skip
             for method in cfg.methods:
+                if method == "switch-async" and n < 2:
+                    progress("  switch-async x1: not applicable (an asynchronous job needs 2+ workers)")
+                    cfg.results += [
+                        {"method": method, "workers": n, "size_kb": kb, "size_bytes": kb * KB,
+                         "error": "not applicable: an asynchronous job needs at least 2 workers",
+                         "not_applicable": True}
+                        for kb in cfg.sizes_kb
+                    ]  # fmt: skip
+                    cfg.save()
+                    continue
                 est = estimate_config_s(method, n, cfg.sizes_kb, cfg.repeat, cfg.big_repeat)
                 progress(f"  {method} x{n}: starting (estimate ~{est:.0f} s)")
                 run_method(cfg, tb, method, n)
@@ -563,17 +678,17 @@ def format_table(results: list[dict], meta: dict) -> str:
         "",
     ]
     head = (
-        f"{'method':<7} {'N':>2} {'size':>8} {'rep':>3} {'median ms':>10} {'min ms':>10} {'algbw MB/s':>10} "
+        f"{'method':<12} {'N':>2} {'size':>8} {'rep':>3} {'median ms':>10} {'min ms':>10} {'algbw MB/s':>10} "
         f"{'wire/worker':>12} {'wire/size':>9} {'own count':>10} {'retx':>5} {'check':>6}"
     )
     lines += [head, "-" * len(head)]
     for r in results:
         if r.get("error"):
-            where = f"{r['method']:<7} {r['workers']:>2} {size_label(r['size_bytes']):>8}"
+            where = f"{r['method']:<12} {r['workers']:>2} {size_label(r['size_bytes']):>8}"
             lines.append(f"{where}   ERROR: {r['error']}")
             continue
         lines.append(
-            f"{r['method']:<7} {r['workers']:>2} {size_label(r['size_bytes']):>8} {r['repeat']:>3} "
+            f"{r['method']:<12} {r['workers']:>2} {size_label(r['size_bytes']):>8} {r['repeat']:>3} "
             f"{r['median_s'] * 1e3:>10.1f} {r['min_s'] * 1e3:>10.1f} {r['algbw_MBps']:>10.2f} "
             f"{size_label(r['wire_tx_rx_bytes_per_worker_per_call']):>12} "
             f"{r['wire_tx_rx_bytes_per_worker_per_call'] / r['size_bytes']:>9.2f} "
@@ -582,6 +697,8 @@ def format_table(results: list[dict], meta: dict) -> str:
         )
     lines += [
         "",
+        "switch-async: threshold k of N workers (JSON: threshold, mean_count_timed = workers summed per "
+        "chunk), checked per chunk against the exact sum of the workers its bitmap names. "
         "own count: switch = its frames; ps = payload + framing (no TCP/IP headers); gloo = analytic "
         "payload estimate. retx (timed calls, all workers): switch = client retransmissions; ps, gloo = "
         "TCP segments the hosts (workers, ps server) retransmitted (RetransSegs). check = warm-up "
@@ -613,6 +730,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--slots", type=int, default=DEFAULT_SLOTS,
                    help="switch method: the job's slots = each worker's window of outstanding packets "
                    "(default %(default)s)")
+    p.add_argument("--async-threshold", type=int, default=0,
+                   help="switch-async: workers per chunk result, capped at N-1 (default: N-1)")
     p.add_argument("--quick", action="store_true",
                    help=f"smoke run: workers {QUICK['workers'][0]}, "
                    f"sizes {','.join(map(str, QUICK['sizes_kb']))} KB, repeat {QUICK['repeat']} "
@@ -636,9 +755,18 @@ def main(argv: list[str] | None = None) -> int:
         big_repeat=args.big_repeat,
         slots=args.slots,
         out=args.out,
+        async_threshold=args.async_threshold,
     )
-    if cfg.repeat < 1 or cfg.big_repeat < 1 or not 1 <= cfg.slots <= 1024:
-        print("error: --repeat and --big-repeat must be >= 1, --slots 1..1024", file=sys.stderr)
+    if cfg.repeat < 1 or cfg.big_repeat < 1 or not 1 <= cfg.slots <= 1024 or cfg.async_threshold < 0:
+        print("error: --repeat and --big-repeat must be >= 1, --slots 1..1024, --async-threshold >= 0",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    from host_agents.agg_protocol import POOL_SLOTS
+
+    if "switch-async" in cfg.methods and cfg.slots * (1 + len(cfg.sizes_kb)) > POOL_SLOTS:
+        print(f"error: switch-async takes one job of --slots {cfg.slots} per size besides the sync job's: "
+              f"{1 + len(cfg.sizes_kb)} x {cfg.slots} slots exceed the switch's {POOL_SLOTS}; "
+              "lower --slots or give fewer --sizes-kb", file=sys.stderr)  # fmt: skip
         return 2
     import torch
 
@@ -652,6 +780,7 @@ def main(argv: list[str] | None = None) -> int:
         "config": {
             "workers": cfg.workers, "sizes_kb": cfg.sizes_kb, "methods": cfg.methods, "repeat": cfg.repeat,
             "big_repeat": cfg.big_repeat, "big_size_bytes": BIG_SIZE_BYTES, "slots": cfg.slots, "seed": SEED,
+            "async_threshold": "N-1" if not cfg.async_threshold else f"min({cfg.async_threshold}, N-1)",
             "kb_bytes": KB,
         },
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),

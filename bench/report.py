@@ -5,7 +5,7 @@ PNG plots next to it, one section per seed figure:
   (a) execution-time breakdown of actors and learner per actor count   <- bench.ratio
   (b) actor push frequency (env steps/s per actor) vs the ideal          <- bench.ratio
   (c) replay push/sample/update latency per path                          <- bench.replay
-  (d) aggregation time per allreduce: in-switch vs PS vs gloo             <- bench.aggregation
+  (d) aggregation time per allreduce: in-switch sync/async vs PS vs gloo  <- bench.aggregation
   (e) scale-model predictions                                             <- bench.scale_model
 
 plus the software switch's packets/s and the learning checks when present. Every figure states
@@ -32,7 +32,7 @@ NOT_MEASURED = "not measured in this run"
 ACTOR_PHASES = ("computation", "pull_params", "push_experiences")
 LEARNER_PHASES = ("computation", "sample", "set_params", "update_priorities")
 REPLAY_OPS = ("push", "sample", "update")
-AGG_METHODS = ("switch", "ps", "gloo")
+AGG_METHODS = ("switch", "switch-async", "ps", "gloo")
 SCALE_METHODS = ("switch_sync", "switch_async", "ps", "ring")
 
 
@@ -423,7 +423,7 @@ class Report:
 
     def section_aggregation(self) -> None:
         d = self.data.get("aggregation")
-        title = "(d) Aggregation time per iteration: in-switch vs parameter server vs gloo"
+        title = "(d) Aggregation time per iteration: in-switch sync/async vs parameter server vs gloo"
         res = [
             r for r in (d or {}).get("results", []) if not r.get("error") and r.get("median_s") is not None
         ]
@@ -433,9 +433,12 @@ class Report:
         c = d.get("config", {})
         config = (
             f"one allreduce of a float32 tensor, workers {c.get('workers')}, sizes {c.get('sizes_kb')} KB, "
-            f"repeat {c.get('repeat')}, slots {c.get('slots')}; in-switch = synchronous aggregation on the "
-            "Python software switch (in-switch async is not measured by bench.aggregation)"
+            f"repeat {c.get('repeat')}, slots {c.get('slots')}; in-switch on the Python software switch: "
+            f"`switch` synchronous, `switch-async` a result per chunk once {c.get('async_threshold', 'N-1')} "
+            "workers are in"
         )
+        if not any(r["method"] == "switch-async" for r in res):
+            config += " (switch-async not in this run's results)"
         self.head(title, d, config)
         by = {(r["method"], r["workers"], r["size_kb"]): r["median_s"] for r in res}
         sizes = sorted({r["size_kb"] for r in res})
@@ -468,18 +471,24 @@ class Report:
                         *(ms(None if vals[m] is None else vals[m] * 1e3) for m in methods),
                         fmt_ratio(div(vals.get("switch"), vals.get("gloo"))),
                         fmt_ratio(div(vals.get("switch"), vals.get("ps"))),
+                        fmt_ratio(div(vals.get("switch-async"), vals.get("switch"))),
                     ]
                 )
         self.lines += md_table(
-            ["workers", "size KB", *(f"{m} ms" for m in methods), "switch / gloo", "switch / ps"], rows
-        )
+            ["workers", "size KB", *(f"{m} ms" for m in methods), "switch / gloo", "switch / ps",
+             "async / sync"],
+            rows,
+        )  # fmt: skip
+        na = sorted({r["workers"] for r in (d or {}).get("results", []) if r.get("not_applicable")})
+        if na:
+            self.lines += ["", f"switch-async with {na} worker(s): not applicable (async needs 2+)."]
         self.lines += [
             "",
             "Ratios are time over time (< 1: in-switch is faster). The software switch's packets/s, not "
             "the method, bounds the in-switch time on this target.",
             "",
         ]
-        errs = [r for r in d.get("results", []) if r.get("error")]
+        errs = [r for r in d.get("results", []) if r.get("error") and not r.get("not_applicable")]
         for r in errs:
             self.lines.append(f"- {r['method']}, {r['workers']} workers, {r['size_kb']} KB: {r['error']}")
         if errs:

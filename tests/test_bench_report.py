@@ -36,8 +36,10 @@ def test_full_fixture_report(tmp_path: Path) -> None:
     assert "| 1 | host-sockets | 4 | 2 | 1 | 2.00x | 2.00x | 2.00x |" in text
     assert "| 1 | 2.00x | 2.00x | 2.00x |" in text
     assert "host-dpdk, 1 actors: libdpdk not found" in text
-    # (d) switch 300 ms, ps 100 ms, gloo 60 ms -> switch/gloo 5.00x, switch/ps 3.00x
-    assert "| 2 | 100 | 300 | 100 | 60 | 5.00x | 3.00x |" in text
+    # (d) switch 300 ms, async 240 ms, ps 100 ms, gloo 60 ms -> 5.00x, 3.00x, async/sync 0.80x
+    assert "| 2 | 100 | 300 | 240 | 100 | 60 | 5.00x | 3.00x | 0.80x |" in text
+    assert "switch-async with [1] worker(s): not applicable" in text
+    assert "- switch-async, 1 workers" not in text  # not applicable is not an error
     # (e) the model's own speedups and the iSwitch line
     assert "| 10 | 8 | 40 | 30 | 100 | 60 | 2.50x | 1.50x | 3.33x | 2.00x |" in text
     assert "published 3.66x sync, 3.71x async" in text

@@ -1,0 +1,65 @@
+"""bench.aggregation's pure helpers: the asynchronous result check and the shared fixed exponent."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from bench.aggregation import check_async, fixed_exponent_for
+from host_agents.agg_client import ChunkInfo
+from host_agents.agg_protocol import VALUES_PER_PACKET
+from host_agents.allreduce import input_tensor
+
+SEED, WORKERS, NUMEL = 3, 3, 5 * VALUES_PER_PACKET + 7  # a partial last chunk
+
+
+def _info(bitmaps: list[int]) -> ChunkInfo:
+    bm = np.array(bitmaps, np.int64)
+    counts = np.array([bin(b).count("1") for b in bitmaps], np.int64)
+    return ChunkInfo(counts, bm, np.zeros_like(bm), np.zeros_like(bm))
+
+
+def _subset_sum(bitmaps: list[int]) -> torch.Tensor:
+    inputs = [input_tensor(SEED, w, NUMEL, 0) for w in range(WORKERS)]
+    out = torch.zeros(NUMEL)
+    for c, b in enumerate(bitmaps):
+        lo, hi = c * VALUES_PER_PACKET, min(NUMEL, (c + 1) * VALUES_PER_PACKET)
+        for w in range(WORKERS):
+            if b >> w & 1:
+                out[lo:hi] += inputs[w][lo:hi]
+    return out
+
+
+def test_check_async_accepts_each_chunk_summing_the_workers_its_bitmap_names() -> None:
+    bitmaps = [0b011, 0b110, 0b101, 0b111, 0b011, 0b110]  # a different pair (or all) per chunk
+    err, mean_count, missing = check_async(SEED, WORKERS, _subset_sum(bitmaps), _info(bitmaps))
+    assert err < 1e-6
+    assert missing == 0
+    assert mean_count == np.mean([2, 2, 2, 3, 2, 2])
+
+
+def test_check_async_rejects_a_chunk_that_does_not_match_its_bitmap() -> None:
+    bitmaps = [0b011, 0b110, 0b101, 0b111, 0b011, 0b110]
+    y = _subset_sum(bitmaps)
+    claimed = list(bitmaps)
+    claimed[2] = 0b011  # the values are workers 0+2, the header says 0+1
+    err, _, missing = check_async(SEED, WORKERS, y, _info(claimed))
+    assert err > 1e-3
+    assert missing == 0
+
+
+def test_check_async_counts_chunks_without_a_result_or_with_a_count_contradicting_the_bitmap() -> None:
+    bitmaps = [0b011, 0, 0b101, 0b111, 0b011, 0b110]
+    info = _info(bitmaps)
+    info.count[4] = 3  # bitmap names two workers
+    _, _, missing = check_async(SEED, WORKERS, _subset_sum(bitmaps), info)
+    assert missing == 2
+
+
+def test_fixed_exponent_bounds_every_workers_input_tightly() -> None:
+    e = fixed_exponent_for(SEED, WORKERS, NUMEL)
+    peak = max(float(input_tensor(SEED, w, NUMEL, 0).abs().max()) for w in range(WORKERS))
+    assert peak < math.ldexp(1.0, e)
+    assert peak >= math.ldexp(1.0, e - 1)
