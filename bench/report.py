@@ -7,8 +7,10 @@ PNG plots next to it, one section per seed figure:
   (c) replay push/sample/update latency per path                          <- bench.replay
   (d) aggregation time per allreduce: in-switch sync/async vs PS vs gloo  <- bench.aggregation
   (e) scale-model predictions                                             <- bench.scale_model
+  (f) CPU/GPU ratio advisor: rates, utilization, recommended actors       <- bench.ratio
 
-plus the software switch's packets/s and the learning checks when present. Every figure states
+plus the software switch's packets/s and the learning checks when present, and a "Headline
+ratios" table up front: one line per figure with its ratio and what limits it. Every figure states
 its machine, its configuration and its ratio to the baseline measured in the same run; a figure
 whose data is missing says "not measured in this run" (with the driver's reason when
 run_all.json has one). Files are recognised by their "benchmark"/"bench" key, not their name;
@@ -131,6 +133,10 @@ class Report:
         self.machine_fallback = f"{rm} (from run_all.json)" if rm else proc_machine()
         self.lines: list[str] = []
         self.pngs: list[Path] = []
+        self.headlines: list[list[str]] = []  # [figure, ratio, what limits it]
+
+    def headline(self, figure: str, ratio: str, limit: str) -> None:
+        self.headlines.append([figure, ratio, limit])
 
     # ---- helpers
 
@@ -258,6 +264,7 @@ class Report:
             ax.legend(fontsize=7)
         name = self.png(fig, "breakdown")
         self.lines += [f"![execution-time breakdown]({name})", ""]
+        rows_a = rows
         self.lines += md_table(
             [
                 "actors",
@@ -323,6 +330,97 @@ class Report:
             "push rate in transitions/s.",
             "",
         ]
+        lo, hi = pts[0], pts[-1]
+        cpus = (d.get("machine") or {}).get("cpus") if isinstance(d.get("machine"), dict) else None
+        contention = (
+            f"CPU contention ({cpus} CPUs shared by actors, learner and server)"
+            if cpus
+            else ("CPU contention (actors, learner and server share the machine)")
+        )
+        if len(pts) > 1:
+            self.headline(
+                "(a) learner communication share",
+                f"{rows_a[-1][-2]} at {hi['actors']} actors vs {rows_a[0][-2]} at {lo['actors']} "
+                f"({rows_a[-1][-1]})",
+                contention,
+            )
+            self.headline(
+                "(b) actor push rate vs ideal",
+                f"{fmt_ratio(div(hi.get('env_steps_per_s_per_actor'), ideal))} per actor "
+                f"({hi['actors']} actors)",
+                contention,
+            )
+
+    # ---- (f) ratio advisor
+
+    def section_advisor(self) -> None:
+        d = self.data.get("ratio")
+        title = "(f) CPU/GPU ratio advisor: actors per learner"
+        points = [p for p in (d or {}).get("points", []) if not p.get("error") and p.get("env_steps_per_s")]
+        if not d or not points:
+            self.missing(title, ["ratio"])
+            return
+        s = d.get("settings", {})
+        gpu = d.get("gpu")
+        self.head(
+            title, d,
+            f"Ape-X on {s.get('env', '?')}, actors {s.get('actors')}, threads per actor {s.get('threads')}, "
+            f"{s.get('seconds', '?')} s per point; learner on "
+            f"{'GPU ' + _gpu_text(gpu) if gpu else 'the CPU (no GPU)'}",
+        )  # fmt: skip
+        pts = sorted(points, key=lambda p: (p.get("threads", 1), p["actors"]))
+        threads = sorted({p.get("threads", 1) for p in pts})
+        plt = _plt()
+        fig, ax = plt.subplots(figsize=(6, 4))
+        ax2 = ax.twinx()
+        for t in threads:
+            tp = [p for p in pts if p.get("threads", 1) == t]
+            xs = [p["actors"] for p in tp]
+            ax.plot(xs, [p["env_steps_per_s"] for p in tp], marker="o", label=f"env steps/s, {t} thr")
+            ax2.plot(xs, [p.get("learner_updates_per_s", 0) for p in tp], marker="s", linestyle="--",
+                     label=f"updates/s, {t} thr")  # fmt: skip
+        ax.set_xlabel("actors per learner")
+        ax.set_ylabel("environment steps/s (all actors)")
+        ax2.set_ylabel("learner updates/s")
+        ax.set_xscale("log", base=2)
+        counts = sorted({p["actors"] for p in pts})
+        ax.set_xticks(counts, [str(a) for a in counts])
+        h1, l1 = ax.get_legend_handles_labels()
+        h2, l2 = ax2.get_legend_handles_labels()
+        ax.legend(h1 + h2, l1 + l2, fontsize=7)
+        name = self.png(fig, "ratio")
+        self.lines += [f"![ratio advisor]({name})", ""]
+
+        def cores(x: object) -> str:
+            return "n/a" if x is None else f"{float(x):.2f}"
+
+        rows = [
+            [
+                str(p["actors"]), str(p.get("threads", 1)), f"{p['env_steps_per_s']:.0f}",
+                f"{p.get('learner_updates_per_s', 0):.1f}", cores(p.get("learner_cores")),
+                cores(p.get("actors_cores")), cores(p.get("server_cores")),
+                "n/a" if p.get("machine_cpu_util") is None else f"{p['machine_cpu_util']:.0%}",
+                _gpu_text(p.get("gpu")),
+            ]
+            for p in pts
+        ]  # fmt: skip
+        self.lines += md_table(
+            ["actors", "threads", "env steps/s", "updates/s", "learner cores", "actors cores", "server cores",
+             "machine CPU", "GPU"],
+            rows,
+        )  # fmt: skip
+        rec = d.get("recommendation")
+        if rec:
+            self.lines += ["", f"**Recommendation: {rec.get('actors')} actor(s) per learner, "
+                           f"{rec.get('threads')} thread(s) each.** Why:", ""]  # fmt: skip
+            self.lines += [f"- {w}" for w in rec.get("why", [])]
+            best = max(pts, key=lambda p: p["env_steps_per_s"])
+            self.headline(
+                "(f) recommended actors per learner",
+                f"{rec.get('actors')} (x{rec.get('threads')} threads); most env steps/s: {best['actors']}",
+                "the learner's CPU share on this machine" if not gpu else "the GPU learner's update rate",
+            )
+        self.lines.append("")
 
     # ---- (c) replay
 
@@ -413,6 +511,19 @@ class Report:
                     )
             self.lines += ["With vs without in-network sampling (host-sockets / switch median latency):", ""]
             self.lines += md_table(["actors", *REPLAY_OPS], cmp_rows) + [""]
+        top = actors[-1]
+        limit = "the Python software switch's per-packet cost on every path (all requests cross it)"
+        for num, den, what in (("redis", "switch", "in-network sampling vs Redis"),
+                               ("host-sockets", "switch", "in-network sampling vs the same server"),
+                               ("host-sockets", "host-dpdk", "DPDK vs kernel sockets")):  # fmt: skip
+            a, b = by.get((num, top)), by.get((den, top))
+            if a and b:
+                self.headline(
+                    f"(c) sample latency, {what}",
+                    f"{fmt_ratio(div(a['sample']['median_ms'], b['sample']['median_ms']))} "
+                    f"({num} / {den} median, {top} actors)",
+                    limit,
+                )
         skipped = [r for r in d.get("results", []) if r.get("error") or r.get("skipped")]
         for r in skipped:
             self.lines.append(f"- {r['path']}, {r['actors']} actors: {r.get('error') or r.get('skipped')}")
@@ -479,6 +590,23 @@ class Report:
              "async / sync"],
             rows,
         )  # fmt: skip
+        w, sz = workers[-1], sizes[-1]
+        v = {m: by.get((m, w, sz)) for m in methods}
+        pps_limit = (
+            "the software switch's packets/s (32 floats per packet) against TCP's 1448-byte "
+            "segments; a hardware switch removes it (see (e))"
+        )
+        async_limit = (
+            "equally fast workers: async saves only the wait for the last one, and the late "
+            "worker's packets still cost the switch; stragglers would widen the gap"
+        )
+        for num, den in (("switch", "gloo"), ("switch", "ps"), ("switch-async", "switch")):
+            if v.get(num) and v.get(den):
+                self.headline(
+                    f"(d) allreduce time, {num} / {den}",
+                    f"{fmt_ratio(div(v[num], v[den]))} ({w} workers, {sz} KB; < 1: {num} faster)",
+                    async_limit if num == "switch-async" else pps_limit,
+                )
         na = sorted({r["workers"] for r in (d or {}).get("results", []) if r.get("not_applicable")})
         if na:
             self.lines += ["", f"switch-async with {na} worker(s): not applicable (async needs 2+)."]
@@ -560,6 +688,14 @@ class Report:
         isw = d.get("iswitch")
         if isw:
             pred, pub, st = isw.get("predicted", {}), isw.get("published", {}), isw.get("setting", {})
+            self.headline(
+                "(e) model vs iSwitch's published speedup",
+                f"predicted sync {fmt_ratio(pred.get('sync_vs_ps'))} / async "
+                f"{fmt_ratio(pred.get('async_vs_ps'))} vs PS against published "
+                f"{fmt_ratio(pub.get('sync'))} / {fmt_ratio(pub.get('async'))}",
+                "Amdahl: the compute share per iteration (measured or assumed, see Inputs) and "
+                "the model's assumed link, RTT and window",
+            )
             self.lines += [
                 "",
                 f"iSwitch comparison ({st.get('workers')} workers, {st.get('link_gbps')} GbE): predicted "
@@ -596,6 +732,15 @@ class Report:
             for r in d["results"]
         ]
         self.lines += md_table(["program", "path", "packets/s", "us/packet"], rows) + [""]
+        agg = [r for r in d["results"] if r.get("program") == "agg32" and r.get("pps")]
+        if agg:
+            best = max(agg, key=lambda r: r["pps"])
+            self.headline(
+                "software switch, aggregation packets/s",
+                f"{best['pps']:.0f} pps ({best.get('path')}), "
+                f"{fmt_ratio(div(best['pps'], d.get('target_agg32_in_process_pps')))} of the target",
+                "one Python process interpreting the P4 program per packet",
+            )
 
     def section_learning(self) -> None:
         got = [(k, self.data[k]) for k in ("learning_apex", "learning_dp") if k in self.data]
@@ -616,6 +761,14 @@ class Report:
                     keys = ("run", "seed", "reached", "wall_s_to_target", "env_steps_to_target", "error")
                     desc = ", ".join(f"{x}={r[x]}" for x in keys if x in r)
                     self.lines.append(f"- data-parallel (`{d['_file']}`): {desc}")
+                res = [r for r in d.get("results", []) if r.get("reached")]
+                walls = {r.get("run"): r.get("wall_s_to_target") for r in res}
+                if walls.get("sync-switch") and walls.get("sync-gloo"):
+                    self.headline(
+                        "learning: wall-clock to target, sync-switch / sync-gloo",
+                        fmt_ratio(div(walls["sync-switch"], walls["sync-gloo"])),
+                        "the software switch's allreduce time (same updates to target when both reach it)",
+                    )
         self.lines.append("")
 
     def section_status(self) -> None:
@@ -649,20 +802,39 @@ class Report:
             "hardware switch; each ratio compares methods measured in the same run.",
             "",
         ]
+        intro, self.lines = self.lines, []
         self.section_ratio()
         self.section_replay()
         self.section_aggregation()
         self.section_scale()
+        self.section_advisor()
         self.section_pps()
         self.section_learning()
         self.section_status()
-        return "\n".join(self.lines) + "\n"
+        head = ["## Headline ratios", ""]
+        if self.headlines:
+            head += md_table(["figure", "ratio (this run)", "what limits it"], self.headlines)
+        else:
+            head.append(f"**{NOT_MEASURED}.**")
+        return "\n".join(intro + head + [""] + self.lines) + "\n"
 
     def write(self) -> Path:
         self.out.parent.mkdir(parents=True, exist_ok=True)
         text = self.build()
         self.out.write_text(text)
         return self.out
+
+
+def _gpu_text(g: object) -> str:
+    if not g:
+        return "no GPU"
+    if isinstance(g, dict):
+        util, mem = g.get("util_pct_mean"), g.get("mem_used_mib_max")
+        parts = [str(g.get("name") or "GPU")]
+        parts += [f"{util:.0f}% util"] if util is not None else []
+        parts += [f"{mem:.0f} MiB"] if mem is not None else []
+        return ", ".join(parts)
+    return str(g)
 
 
 def _mean_dicts(ds: list[dict]) -> dict[str, float]:

@@ -12,7 +12,7 @@ from bench.report import NOT_MEASURED, main
 
 FIXTURES = Path(__file__).parent / "fixtures" / "bench"
 SECTIONS = ("(a) Execution-time breakdown", "(b) Actor push frequency", "(c) Replay access",
-            "(d) Aggregation time", "(e) Scale-model predictions")  # fmt: skip
+            "(d) Aggregation time", "(e) Scale-model predictions", "(f) CPU/GPU ratio advisor")  # fmt: skip
 
 
 def _report(results: Path, out_dir: Path) -> str:
@@ -44,10 +44,22 @@ def test_full_fixture_report(tmp_path: Path) -> None:
     assert "| 10 | 8 | 40 | 30 | 100 | 60 | 2.50x | 1.50x | 3.33x | 2.00x |" in text
     assert "published 3.66x sync, 3.71x async" in text
     assert "Inputs: measured compute_s" in text
+    # (f) the sweep's rates and cores, and the recommendation with its reasons
+    assert "| 2 | 1 | 1200 | 50.0 | 0.60 | 1.30 | 0.10 | 95% | no GPU |" in text
+    assert "**Recommendation: 1 actor(s) per learner, 1 thread(s) each.**" in text
+    assert "- 2 actors: learner updates/s 50.0 is 50% of the best" in text
+    # headline table: one line per figure, its ratio from this run and what limits it
+    head = text.split("## Headline ratios")[1].split("\n## ")[0]
+    assert "| (b) actor push rate vs ideal | 0.60x per actor (2 actors) | CPU contention" in head
+    assert "| (c) sample latency, in-network sampling vs Redis | 4.00x" in head
+    assert "| (d) allreduce time, switch / gloo | 5.00x (2 workers, 100 KB" in head
+    assert "| (d) allreduce time, switch-async / switch | 0.80x" in head
+    assert "| (f) recommended actors per learner | 1 (x1 threads)" in head
+    assert "against published 3.66x / 3.71x" in head
     # each figure states its machine and configuration
-    assert text.count("- machine: Fixture CPU, 2 CPUs") == 3  # ratio (a, b) and replay
-    assert text.count("- configuration:") == 6
-    for name in ("breakdown", "push-frequency", "replay", "aggregation", "scale-model"):
+    assert text.count("- machine: Fixture CPU, 2 CPUs") == 4  # ratio (a, b, f) and replay
+    assert text.count("- configuration:") == 7
+    for name in ("breakdown", "push-frequency", "replay", "aggregation", "scale-model", "ratio"):
         png = tmp_path / f"report-{name}.png"
         assert png.is_file() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert f"]({png.name})" in text
@@ -85,8 +97,8 @@ def test_missing_data_says_not_measured(tmp_path: Path) -> None:
     for s in SECTIONS:
         assert f"## {s}" in text
     assert "## (d) Aggregation time" in text and "5.00x" in text
-    # (a), (b), (c), (e), softswitch and learning: not measured
-    assert text.count(f"**{NOT_MEASURED}.**") == 6
+    # (a), (b), (c), (e), (f), softswitch and learning: not measured
+    assert text.count(f"**{NOT_MEASURED}.**") == 7
     assert "`replay`: skipped: needs root" in text
     assert "`ratio`: failed: exit code 1" in text
     assert "`scale_model`: no result file" in text
