@@ -8,12 +8,17 @@ for the other methods), so every byte of every method crosses the switch. Method
   switch  in-switch aggregation (p4/innet.p4, host_agents.agg_client.AggregationClient): each
           worker sends its tensor in 32-value UDP packets, the switch sums them and multicasts
           the result back; a window of --slots outstanding packets per worker.
+  switch-fixed
+          the same synchronous job, with a fixed exponent (every worker clips to one bound 2**e
+          computed from the shared inputs) instead of agreeing one per chunk through the switch:
+          no bootstrap round. The control for switch-async, which must use a fixed exponent.
   switch-async
-          the same, as an asynchronous job (iSwitch async): each chunk's result goes out once
-          the first --async-threshold workers' packets are in (default N-1), with a fixed
-          exponent; a worker behind gets that result without its own contribution. Needs N >= 2
-          (with one worker there is nobody to wait less for: recorded as not applicable).
-          Checked per chunk against the exact sum of the workers the result names (bitmap).
+          an asynchronous job (iSwitch async): each chunk's result goes out once the first
+          --async-threshold workers' packets are in (default N-1), fixed exponent as
+          switch-fixed; a worker behind gets that result without its own contribution, so a
+          result sums k of N gradients. Needs N >= 2 (recorded as not applicable at N = 1).
+          Checked per chunk against the exact sum of the workers the result's bitmap names;
+          chunks a worker got no result for (it fell a round behind: STALE) are counted apart.
   ps      parameter server over TCP (host_agents.param_server) on the extra host.
   gloo    torch.distributed gloo ring allreduce (host_agents.gloo_allreduce), rank 0 = worker 0.
 
@@ -76,7 +81,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # `python bench/aggregation.py` as well as `python -m bench.aggregation`
     sys.path.insert(0, str(ROOT))
 
-METHODS = ("switch", "switch-async", "ps", "gloo")
+METHODS = ("switch", "switch-fixed", "switch-async", "ps", "gloo")
 KB = 1000
 DEFAULT_WORKERS = [1, 2, 4, 8]
 DEFAULT_SIZES_KB = [10, 100, 1000, 13000]
@@ -89,10 +94,12 @@ DEFAULT_OUT = ROOT / "bench" / "results" / "aggregation.json"
 
 JOB_ID = 1
 MEMBER_UDP_PORT = 40000
+# switch-fixed: a second synchronous job (JOB_ID + 1, the next --slots slots, port + 1).
 # switch-async: one job per size (an asynchronous job's tensors all have one size, and its
 # round numbers restart with each new client), ids ASYNC_JOB_BASE + size index, slots after the
-# sync job's, member ports MEMBER_UDP_PORT + 1 + size index
-ASYNC_JOB_BASE = 2
+# other two jobs', member ports MEMBER_UDP_PORT + 2 + size index
+FIXED_JOB_ID = 2
+ASYNC_JOB_BASE = 3
 PS_PORT = 5555
 GLOO_PORT = 29500
 SEED = 0
@@ -176,8 +183,9 @@ class _SwitchMethod:
             threshold=threshold, fixed_exponent=exponent, timeout=a.retx_timeout, max_tries=a.max_tries,
         )  # fmt: skip
 
-    def start_size(self, index: int, numel: int) -> None:
-        """Called before each size's warm-up (the async method opens that size's job here)."""
+    def start_size(self, index: int, exponent: int) -> None:
+        """Called before each size's warm-up with that size's fixed exponent (used by the
+        fixed-exponent and asynchronous variants only)."""
 
     def allreduce(self, x):
         y = self.client.allreduce(x)
@@ -188,6 +196,15 @@ class _SwitchMethod:
         self.client.close()
 
 
+class _SwitchFixedMethod(_SwitchMethod):
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.client = self._client(FIXED_JOB_ID, MEMBER_UDP_PORT + 1, None, 0)
+
+    def start_size(self, index: int, exponent: int) -> None:
+        self.client.fixed_exponent = exponent  # a synchronous job takes any size with one client
+
+
 class _SwitchAsyncMethod(_SwitchMethod):
     asynchronous = True
 
@@ -195,12 +212,11 @@ class _SwitchAsyncMethod(_SwitchMethod):
         self.args = args
         self.client = None
 
-    def start_size(self, index: int, numel: int) -> None:
+    def start_size(self, index: int, exponent: int) -> None:
         if self.client is not None:
             self.client.close()
         a = self.args
-        exponent = fixed_exponent_for(a.seed, a.workers, numel)
-        self.client = self._client(ASYNC_JOB_BASE + index, MEMBER_UDP_PORT + 1 + index, a.threshold, exponent)
+        self.client = self._client(ASYNC_JOB_BASE + index, MEMBER_UDP_PORT + 2 + index, a.threshold, exponent)
 
     def close(self) -> None:
         if self.client is not None:
@@ -216,9 +232,12 @@ def fixed_exponent_for(seed: int, workers: int, numel: int) -> int:
     return max(-120, min(120, math.floor(math.log2(peak)) + 1 if peak > 0 else 0))
 
 
-def check_async(seed: int, workers: int, y, info) -> tuple[float, float, int]:
-    """(max relative error, mean workers per chunk, chunks with no result) of an asynchronous
-    result: every chunk must equal the exact sum of the inputs of the workers its bitmap names."""
+def check_async(seed: int, workers: int, threshold: int, y, info) -> tuple[float, float, int, int]:
+    """(max relative error, mean workers per received chunk, chunks with no result, chunks whose
+    header contradicts itself) of an asynchronous result: every chunk with a result must equal
+    the exact sum of the inputs of the workers its bitmap names, with count = the bitmap's
+    workers >= threshold. No result (count 0) is normal in an asynchronous job: the worker fell
+    a round behind on that slot and rejoined later."""
     import numpy as np
 
     from host_agents.agg_protocol import VALUES_PER_PACKET
@@ -228,17 +247,23 @@ def check_async(seed: int, workers: int, y, info) -> tuple[float, float, int]:
     inputs = np.stack([input_tensor(seed, w, numel, 0).double().numpy() for w in range(workers)])
     got = y.double().numpy()
     err, peak = 0.0, 0.0
-    missing = 0
+    missing, contradictions, counts = 0, 0, []
     for c, bitmap in enumerate(info.bitmap.tolist()):
         lo, hi = c * VALUES_PER_PACKET, min(numel, (c + 1) * VALUES_PER_PACKET)
-        members = [w for w in range(workers) if bitmap >> w & 1]
-        if int(info.count[c]) != len(members) or not members:
-            missing += 1  # a chunk without a result, or a count that contradicts its bitmap
+        count = int(info.count[c])
+        if count == 0 and bitmap == 0:
+            missing += 1
             continue
+        members = [w for w in range(workers) if bitmap >> w & 1]
+        if count != len(members) or count < threshold or bitmap >> workers:
+            contradictions += 1
+            continue
+        counts.append(count)
         expect = inputs[members, lo:hi].sum(axis=0)
         err = max(err, float(np.abs(got[lo:hi] - expect).max()))
         peak = max(peak, float(np.abs(expect).max()))
-    return err / (peak or 1.0), float(info.count.mean()), missing
+    mean_count = float(np.mean(counts)) if counts else 0.0
+    return err / (peak or 1.0), mean_count, missing, contradictions
 
 
 class _PsMethod:
@@ -297,7 +322,8 @@ def worker_main(args: argparse.Namespace) -> int:
     repeats = [int(r) for r in args.repeats.split(",")]
     stdin = StdinLines()
     kind = {
-        "switch-worker": _SwitchMethod, "switch-async-worker": _SwitchAsyncMethod,
+        "switch-worker": _SwitchMethod, "switch-fixed-worker": _SwitchFixedMethod,
+        "switch-async-worker": _SwitchAsyncMethod,
         "ps-worker": _PsMethod, "gloo-worker": _GlooMethod,
     }[args.role]  # fmt: skip
     try:
@@ -306,21 +332,26 @@ def worker_main(args: argparse.Namespace) -> int:
         emit(event="error", message=f"{args.role} {args.rank}: set-up failed: {type(e).__name__}: {e}")
         return 1
     try:
-        emit(event="up", rank=args.rank)
         is_async = isinstance(method, _SwitchAsyncMethod)
+        # before "up", outside every timed phase: each size's shared bound (all workers' inputs)
+        exponents = [fixed_exponent_for(args.seed, args.workers, m) for m in sizes] if isinstance(
+            method, (_SwitchFixedMethod, _SwitchAsyncMethod)) else [0] * len(sizes)  # fmt: skip
+        emit(event="up", rank=args.rank)
         for index, (numel, repeat) in enumerate(zip(sizes, repeats, strict=True)):
             x = input_tensor(args.seed, args.rank, numel, 0)
             if stdin.readline(args.phase_timeout) is None:
                 return 1
             if isinstance(method, _SwitchMethod):
-                method.start_size(index, numel)
+                method.start_size(index, exponents[index])
             t0 = time.perf_counter()
             y, _, _, retx = method.allreduce(x)
             warm_s = time.perf_counter() - t0
             extra: dict = {}
             if is_async:
-                err, mean_count, missing = check_async(args.seed, args.workers, y, method.client.last_info)
-                extra = {"mean_count": mean_count, "missing_chunks": missing}
+                err, mean_count, missing, bad = check_async(
+                    args.seed, args.workers, args.threshold, y, method.client.last_info
+                )
+                extra = {"mean_count": mean_count, "missing_chunks": missing, "contradictions": bad}
             else:
                 expect = _expected_sum(args.seed, args.workers, numel)
                 peak = float(expect.abs().max())
@@ -333,8 +364,11 @@ def worker_main(args: argparse.Namespace) -> int:
                 t0 = time.perf_counter()
                 _, sent, received, retx = method.allreduce(x)
                 seconds = time.perf_counter() - t0
-                if is_async:  # workers per chunk: how much of the sum this worker got back
-                    extra = {"mean_count": float(method.client.last_info.count.mean())}
+                if is_async:  # workers per received chunk, and chunks with no result
+                    cnt = method.client.last_info.count
+                    got = cnt[cnt > 0]
+                    extra = {"mean_count": float(got.mean()) if got.size else 0.0,
+                             "missing_chunks": int((cnt == 0).sum())}  # fmt: skip
                 emit(
                     event="call", rank=args.rank, numel=numel, rep=rep, seconds=seconds,
                     bytes_sent=sent, bytes_received=received, retransmissions=retx, **extra,
@@ -576,6 +610,7 @@ def measure_size(
         "method_bytes_per_worker_per_call": statistics.fmean(own_bytes) / repeat,
         "method_bytes_kind": {
             "switch": "Ethernet frames the client sent + received",
+            "switch-fixed": "Ethernet frames the client sent + received",
             "switch-async": "Ethernet frames the client sent + received",
             "ps": "payload + 32-byte frame headers sent + received (no TCP/IP/Ethernet headers)",
             "gloo": "analytic ring estimate of payload sent + received (gloo has no counters)",
@@ -591,11 +626,16 @@ def measure_size(
     }
     if method == "switch-async":
         # threshold k of n: a call's time is the slowest worker's, but no worker waits for the
-        # last n - k; mean_count = workers summed per chunk in the results the workers got
+        # last n - k; mean_count = workers summed per received chunk in the results workers got;
+        # missing = chunks a worker got no result for (it fell behind; normal when asynchronous)
         res["threshold"] = async_threshold(cfg, n)
         res["mean_count_timed"] = statistics.fmean(counts) if counts else None
         res["missing_chunks_warmup"] = sum(int(w.get("missing_chunks", 0)) for w in warm)
-        res["check_ok"] = res["check_ok"] and res["missing_chunks_warmup"] == 0
+        res["missing_chunks_timed"] = sum(
+            int(c.get("missing_chunks", 0)) for c in calls if c.get("event") == "call"
+        )
+        res["contradictions_warmup"] = sum(int(w.get("contradictions", 0)) for w in warm)
+        res["check_ok"] = res["check_ok"] and res["contradictions_warmup"] == 0
     progress(
         f"  {method} x{n} {size_label(nbytes)}: median {median * 1e3:.1f} ms, "
         f"min {min(seconds) * 1e3:.1f} ms, "
@@ -646,11 +686,13 @@ def run(cfg: Config) -> None:
             job_net = Testbed(tb.switches, tb.workers[:n])  # members: the workers, not the PS host
             if "switch" in cfg.methods:
                 job_net.install_job(JOB_ID, 0, cfg.slots, udp_port=MEMBER_UDP_PORT)
+            if "switch-fixed" in cfg.methods:
+                job_net.install_job(FIXED_JOB_ID, cfg.slots, cfg.slots, udp_port=MEMBER_UDP_PORT + 1)
             if "switch-async" in cfg.methods and n >= 2:
                 for i in range(len(cfg.sizes_kb)):
                     job_net.install_job(
-                        ASYNC_JOB_BASE + i, cfg.slots * (1 + i), cfg.slots,
-                        threshold=async_threshold(cfg, n), udp_port=MEMBER_UDP_PORT + 1 + i,
+                        ASYNC_JOB_BASE + i, cfg.slots * (2 + i), cfg.slots,
+                        threshold=async_threshold(cfg, n), udp_port=MEMBER_UDP_PORT + 2 + i,
                     )  # fmt: skip
             for method in cfg.methods:
                 if method == "switch-async" and n < 2:
@@ -697,8 +739,10 @@ def format_table(results: list[dict], meta: dict) -> str:
         )
     lines += [
         "",
+        "switch-fixed = switch with a fixed exponent (no bootstrap round): the control for switch-async. "
         "switch-async: threshold k of N workers (JSON: threshold, mean_count_timed = workers summed per "
-        "chunk), checked per chunk against the exact sum of the workers its bitmap names. "
+        "received chunk, missing_chunks_* = chunks a worker fell behind on), checked per chunk against "
+        "the exact sum of the workers its bitmap names. "
         "own count: switch = its frames; ps = payload + framing (no TCP/IP headers); gloo = analytic "
         "payload estimate. retx (timed calls, all workers): switch = client retransmissions; ps, gloo = "
         "TCP segments the hosts (workers, ps server) retransmitted (RetransSegs). check = warm-up "
@@ -761,12 +805,16 @@ def main(argv: list[str] | None = None) -> int:
         print("error: --repeat and --big-repeat must be >= 1, --slots 1..1024, --async-threshold >= 0",
               file=sys.stderr)  # fmt: skip
         return 2
-    from host_agents.agg_protocol import POOL_SLOTS
+    from host_agents.agg_protocol import MAX_JOBS, POOL_SLOTS
 
-    if "switch-async" in cfg.methods and cfg.slots * (1 + len(cfg.sizes_kb)) > POOL_SLOTS:
-        print(f"error: switch-async takes one job of --slots {cfg.slots} per size besides the sync job's: "
-              f"{1 + len(cfg.sizes_kb)} x {cfg.slots} slots exceed the switch's {POOL_SLOTS}; "
-              "lower --slots or give fewer --sizes-kb", file=sys.stderr)  # fmt: skip
+    jobs = 2 + (len(cfg.sizes_kb) if "switch-async" in cfg.methods else 0)
+    if jobs * cfg.slots > POOL_SLOTS or ASYNC_JOB_BASE + len(cfg.sizes_kb) > MAX_JOBS:
+        print(
+            f"error: the switch methods take up to {jobs} jobs of --slots {cfg.slots} (switch, "
+            f"switch-fixed and one switch-async job per size): {jobs * cfg.slots} slots exceed the "
+            f"switch's {POOL_SLOTS} (or the job ids its {MAX_JOBS}); lower --slots or give fewer --sizes-kb",
+            file=sys.stderr,
+        )
         return 2
     import torch
 

@@ -34,7 +34,7 @@ NOT_MEASURED = "not measured in this run"
 ACTOR_PHASES = ("computation", "pull_params", "push_experiences")
 LEARNER_PHASES = ("computation", "sample", "set_params", "update_priorities")
 REPLAY_OPS = ("push", "sample", "update")
-AGG_METHODS = ("switch", "switch-async", "ps", "gloo")
+AGG_METHODS = ("switch", "switch-fixed", "switch-async", "ps", "gloo")
 SCALE_METHODS = ("switch_sync", "switch_async", "ps", "ring")
 
 
@@ -415,10 +415,12 @@ class Report:
                            f"{rec.get('threads')} thread(s) each.** Why:", ""]  # fmt: skip
             self.lines += [f"- {w}" for w in rec.get("why", [])]
             best = max(pts, key=lambda p: p["env_steps_per_s"])
+            # the rule's own reason for stopping (the per-thread "why" ends with it), else the summary
+            stops = [w for w in rec.get("why", []) if w.rstrip().endswith("stop")]
             self.headline(
                 "(f) recommended actors per learner",
                 f"{rec.get('actors')} (x{rec.get('threads')} threads); most env steps/s: {best['actors']}",
-                "the learner's CPU share on this machine" if not gpu else "the GPU learner's update rate",
+                stops[-1] if stops else "no stop: the largest count measured was kept (sweep further)",
             )
         self.lines.append("")
 
@@ -521,7 +523,7 @@ class Report:
                 self.headline(
                     f"(c) sample latency, {what}",
                     f"{fmt_ratio(div(a['sample']['median_ms'], b['sample']['median_ms']))} "
-                    f"({num} / {den} median, {top} actors)",
+                    f"({num} / {den} median, {top} actors; > 1: {den} faster)",
                     limit,
                 )
         skipped = [r for r in d.get("results", []) if r.get("error") or r.get("skipped")]
@@ -535,9 +537,10 @@ class Report:
     def section_aggregation(self) -> None:
         d = self.data.get("aggregation")
         title = "(d) Aggregation time per iteration: in-switch sync/async vs parameter server vs gloo"
-        res = [
-            r for r in (d or {}).get("results", []) if not r.get("error") and r.get("median_s") is not None
-        ]
+        all_res = (d or {}).get("results", [])
+        timed = [r for r in all_res if not r.get("error") and r.get("median_s") is not None]
+        bad = [r for r in timed if r.get("check_ok") is False]  # a wrong sum is not a time to compare
+        res = [r for r in timed if r.get("check_ok") is not False]
         if not d or not res:
             self.missing(title, ["aggregation"])
             return
@@ -545,16 +548,19 @@ class Report:
         config = (
             f"one allreduce of a float32 tensor, workers {c.get('workers')}, sizes {c.get('sizes_kb')} KB, "
             f"repeat {c.get('repeat')}, slots {c.get('slots')}; in-switch on the Python software switch: "
-            f"`switch` synchronous, `switch-async` a result per chunk once {c.get('async_threshold', 'N-1')} "
-            "workers are in"
+            "`switch` synchronous (exponent agreed through the switch), `switch-fixed` synchronous with a "
+            "fixed exponent (the control for async), `switch-async` a result per chunk once k = "
+            f"{c.get('async_threshold', 'N-1')} workers are in (fixed exponent)"
         )
         if not any(r["method"] == "switch-async" for r in res):
             config += " (switch-async not in this run's results)"
         self.head(title, d, config)
         by = {(r["method"], r["workers"], r["size_kb"]): r["median_s"] for r in res}
+        k_of = {(r["workers"], r["size_kb"]): r for r in res if r["method"] == "switch-async"}
         sizes = sorted({r["size_kb"] for r in res})
         workers = sorted({r["workers"] for r in res})
         methods = [m for m in AGG_METHODS if any(r["method"] == m for r in res)]
+        sync_ref = "switch-fixed" if "switch-fixed" in methods else "switch"
         plt = _plt()
         fig, axes = plt.subplots(1, len(sizes), figsize=(4 * len(sizes), 4), squeeze=False)
         for ax, sz in zip(axes[0], sizes, strict=True):
@@ -569,6 +575,14 @@ class Report:
             ax.legend(fontsize=7)
         name = self.png(fig, "aggregation")
         self.lines += [f"![aggregation time]({name})", ""]
+
+        def k_text(w: int, sz: int) -> str:
+            r = k_of.get((w, sz))
+            if not r:
+                return "-"
+            mc = r.get("mean_count_timed")
+            return f"k={r.get('threshold')}/{w}" + (f", {mc:.2g} summed" if mc is not None else "")
+
         rows = []
         for sz in sizes:
             for w in workers:
@@ -582,44 +596,61 @@ class Report:
                         *(ms(None if vals[m] is None else vals[m] * 1e3) for m in methods),
                         fmt_ratio(div(vals.get("switch"), vals.get("gloo"))),
                         fmt_ratio(div(vals.get("switch"), vals.get("ps"))),
-                        fmt_ratio(div(vals.get("switch-async"), vals.get("switch"))),
+                        fmt_ratio(div(vals.get("switch-async"), vals.get(sync_ref))),
+                        k_text(w, sz),
                     ]
                 )
         self.lines += md_table(
             ["workers", "size KB", *(f"{m} ms" for m in methods), "switch / gloo", "switch / ps",
-             "async / sync"],
+             f"switch-async / {sync_ref}", "async: results sum"],
             rows,
         )  # fmt: skip
-        w, sz = workers[-1], sizes[-1]
-        v = {m: by.get((m, w, sz)) for m in methods}
         pps_limit = (
             "the software switch's packets/s (32 floats per packet) against TCP's 1448-byte "
-            "segments; a hardware switch removes it (see (e))"
+            "segments; (e) models a line-rate switch instead"
         )
         async_limit = (
-            "equally fast workers: async saves only the wait for the last one, and the late "
-            "worker's packets still cost the switch; stragglers would widen the gap"
+            "workers of equal speed here: async saves only the wait for the last one while the late "
+            "worker's packets still cost the switch, and each result sums k of N gradients"
         )
-        for num, den in (("switch", "gloo"), ("switch", "ps"), ("switch-async", "switch")):
-            if v.get(num) and v.get(den):
-                self.headline(
-                    f"(d) allreduce time, {num} / {den}",
-                    f"{fmt_ratio(div(v[num], v[den]))} ({w} workers, {sz} KB; < 1: {num} faster)",
-                    async_limit if num == "switch-async" else pps_limit,
-                )
-        na = sorted({r["workers"] for r in (d or {}).get("results", []) if r.get("not_applicable")})
+        for num, den in (("switch", "gloo"), ("switch", "ps"), ("switch-async", sync_ref)):
+            common = [(w, sz) for sz in sizes for w in workers if (num, w, sz) in by and (den, w, sz) in by]
+            if not common:
+                continue
+            w, sz = max(common, key=lambda x: (x[1], x[0]))  # the largest point both measured
+            extra = f", {k_text(w, sz)}" if num == "switch-async" else ""
+            self.headline(
+                f"(d) allreduce time, {num} / {den}",
+                f"{fmt_ratio(div(by[(num, w, sz)], by[(den, w, sz)]))} ({w} workers, {sz} KB{extra}; "
+                f"< 1: {num} faster)",
+                async_limit if num == "switch-async" else pps_limit,
+            )
+        na = sorted({r["workers"] for r in all_res if r.get("not_applicable")})
         if na:
             self.lines += ["", f"switch-async with {na} worker(s): not applicable (async needs 2+)."]
         self.lines += [
             "",
-            "Ratios are time over time (< 1: in-switch is faster). The software switch's packets/s, not "
-            "the method, bounds the in-switch time on this target.",
+            "Ratios are time over time: < 1 means the first-named method is faster. "
+            f"switch-async is compared with {sync_ref}"
+            + (
+                " (same fixed exponent, so the ratio isolates the threshold)"
+                if sync_ref == "switch-fixed"
+                else " (not measured: the sync run's bootstrap round per slot is in the ratio)"
+            )
+            + "; its results sum k of N workers' gradients (last column: threshold, mean workers "
+            "summed per received chunk). The software switch's packets/s, not the method, bounds the "
+            "in-switch times on this target.",
             "",
         ]
-        errs = [r for r in d.get("results", []) if r.get("error") and not r.get("not_applicable")]
+        for r in bad:
+            self.lines.append(
+                f"- {r['method']}, {r['workers']} workers, {r['size_kb']} KB: left out, its result check "
+                f"failed (max relative error {r.get('max_rel_err')})"
+            )
+        errs = [r for r in all_res if r.get("error") and not r.get("not_applicable")]
         for r in errs:
             self.lines.append(f"- {r['method']}, {r['workers']} workers, {r['size_kb']} KB: {r['error']}")
-        if errs:
+        if errs or bad:
             self.lines.append("")
 
     # ---- (e) scale model
@@ -689,9 +720,10 @@ class Report:
         if isw:
             pred, pub, st = isw.get("predicted", {}), isw.get("published", {}), isw.get("setting", {})
             self.headline(
-                "(e) model vs iSwitch's published speedup",
+                "(e) model (not measured) vs iSwitch's published speedup",
                 f"predicted sync {fmt_ratio(pred.get('sync_vs_ps'))} / async "
-                f"{fmt_ratio(pred.get('async_vs_ps'))} vs PS against published "
+                f"{fmt_ratio(pred.get('async_vs_ps'))} over PS at {st.get('workers')} workers, "
+                f"{st.get('link_gbps')} GbE, against published "
                 f"{fmt_ratio(pub.get('sync'))} / {fmt_ratio(pub.get('async'))}",
                 "Amdahl: the compute share per iteration (measured or assumed, see Inputs) and "
                 "the model's assumed link, RTT and window",
@@ -712,9 +744,17 @@ class Report:
             self.lines.append(
                 "; assumed " + ", ".join(k for k, v in inputs.items() if v.get("kind") == "assumed") + "."
             )
+        kf = (inputs.get("async_k_frac") or {}).get("value")
         self.lines += [
             "",
-            "Speedups are the baseline's predicted time over in-switch's (> 1: in-switch faster).",
+            "Speedups are the baseline's predicted time over in-switch's (> 1: in-switch faster)."
+            + (
+                f" The model's async threshold is k = ceil({kf:g} N) (input async_k_frac); (d) measures "
+                "k = N-1 unless --async-threshold says otherwise, so the two async figures are different "
+                "settings."
+                if kf
+                else ""
+            ),
             "",
         ]
 

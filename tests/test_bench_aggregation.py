@@ -34,9 +34,9 @@ def _subset_sum(bitmaps: list[int]) -> torch.Tensor:
 
 def test_check_async_accepts_each_chunk_summing_the_workers_its_bitmap_names() -> None:
     bitmaps = [0b011, 0b110, 0b101, 0b111, 0b011, 0b110]  # a different pair (or all) per chunk
-    err, mean_count, missing = check_async(SEED, WORKERS, _subset_sum(bitmaps), _info(bitmaps))
+    err, mean_count, missing, bad = check_async(SEED, WORKERS, 2, _subset_sum(bitmaps), _info(bitmaps))
     assert err < 1e-6
-    assert missing == 0
+    assert missing == bad == 0
     assert mean_count == np.mean([2, 2, 2, 3, 2, 2])
 
 
@@ -45,17 +45,20 @@ def test_check_async_rejects_a_chunk_that_does_not_match_its_bitmap() -> None:
     y = _subset_sum(bitmaps)
     claimed = list(bitmaps)
     claimed[2] = 0b011  # the values are workers 0+2, the header says 0+1
-    err, _, missing = check_async(SEED, WORKERS, y, _info(claimed))
+    err, _, missing, bad = check_async(SEED, WORKERS, 2, y, _info(claimed))
     assert err > 1e-3
-    assert missing == 0
+    assert missing == bad == 0
 
 
-def test_check_async_counts_chunks_without_a_result_or_with_a_count_contradicting_the_bitmap() -> None:
-    bitmaps = [0b011, 0, 0b101, 0b111, 0b011, 0b110]
+def test_check_async_counts_missing_chunks_apart_from_contradicting_headers() -> None:
+    bitmaps = [0b011, 0, 0b101, 0b111, 0b011, 0b001]
     info = _info(bitmaps)
-    info.count[4] = 3  # bitmap names two workers
-    _, _, missing = check_async(SEED, WORKERS, _subset_sum(bitmaps), info)
-    assert missing == 2
+    info.count[4] = 3  # the bitmap names two workers
+    # chunk 1: no result (the worker fell behind: normal); chunk 5: one worker < threshold 2
+    err, mean_count, missing, bad = check_async(SEED, WORKERS, 2, _subset_sum(bitmaps), info)
+    assert (missing, bad) == (1, 2)
+    assert err < 1e-6
+    assert mean_count == np.mean([2, 2, 3])
 
 
 def test_fixed_exponent_bounds_every_workers_input_tightly() -> None:

@@ -36,10 +36,13 @@ def test_full_fixture_report(tmp_path: Path) -> None:
     assert "| 1 | host-sockets | 4 | 2 | 1 | 2.00x | 2.00x | 2.00x |" in text
     assert "| 1 | 2.00x | 2.00x | 2.00x |" in text
     assert "host-dpdk, 1 actors: libdpdk not found" in text
-    # (d) switch 300 ms, async 240 ms, ps 100 ms, gloo 60 ms -> 5.00x, 3.00x, async/sync 0.80x
-    assert "| 2 | 100 | 300 | 240 | 100 | 60 | 5.00x | 3.00x | 0.80x |" in text
+    # (d) switch 300, fixed 200, async 240, ps 100, gloo 60 ms -> 5.00x, 3.00x, async/fixed 1.20x
+    assert "| 2 | 100 | 300 | 200 | 240 | 100 | 60 | 5.00x | 3.00x | 1.20x | k=1/2, 1 summed |" in text
     assert "switch-async with [1] worker(s): not applicable" in text
     assert "- switch-async, 1 workers" not in text  # not applicable is not an error
+    # a result whose sum was wrong is listed, not timed: no 10 KB row, no 10 KB plot panel
+    assert "- switch, 2 workers, 10 KB: left out, its result check failed" in text
+    assert "| 2 | 10 |" not in text
     # (e) the model's own speedups and the iSwitch line
     assert "| 10 | 8 | 40 | 30 | 100 | 60 | 2.50x | 1.50x | 3.33x | 2.00x |" in text
     assert "published 3.66x sync, 3.71x async" in text
@@ -51,9 +54,17 @@ def test_full_fixture_report(tmp_path: Path) -> None:
     # headline table: one line per figure, its ratio from this run and what limits it
     head = text.split("## Headline ratios")[1].split("\n## ")[0]
     assert "| (b) actor push rate vs ideal | 0.60x per actor (2 actors) | CPU contention" in head
-    assert "| (c) sample latency, in-network sampling vs Redis | 4.00x" in head
     assert "| (d) allreduce time, switch / gloo | 5.00x (2 workers, 100 KB" in head
-    assert "| (d) allreduce time, switch-async / switch | 0.80x" in head
+    assert "| (d) allreduce time, switch-async / switch-fixed | 1.20x (2 workers, 100 KB, k=1/2" in head
+    assert (
+        "| (c) sample latency, in-network sampling vs Redis | 4.00x (redis / switch median, 1 actors; > 1"
+        in head
+    )
+    assert "| (e) model (not measured) vs iSwitch" in head
+    assert (
+        "learner updates/s 50.0 is 50% of the best 100.0 (< 80%): the actors take the learner's CPU; stop"
+        in head
+    )
     assert "| (f) recommended actors per learner | 1 (x1 threads)" in head
     assert "against published 3.66x / 3.71x" in head
     # each figure states its machine and configuration
