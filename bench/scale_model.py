@@ -275,7 +275,8 @@ def measured_inputs(results_dir: Path | None = None) -> dict[str, Input]:
             )
     except (OSError, ValueError, KeyError, TypeError, IndexError):
         pass
-    for path in sorted(glob.glob(str(results / "learning-dp-*.json")), key=os.path.getmtime, reverse=True):
+    # learning-dp-<stamp>.json from bench.learning_dp, learning-dp.json from bench.run_all
+    for path in sorted(glob.glob(str(results / "learning-dp*.json")), key=os.path.getmtime, reverse=True):
         try:
             data = json.loads(Path(path).read_text())
             for res in data.get("results", []):
@@ -415,7 +416,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--compute-ms",
         type=float,
         default=None,
-        help="compute per iteration; default: measured from the newest bench/results/learning-dp-*.json, "
+        help="compute per iteration; default: measured from the newest bench/results/learning-dp*.json, "
         "else 10 ms",
     )
     ap.add_argument(
