@@ -46,7 +46,7 @@ BENCHES = [
           quick=["--packets", "5000", "--veth-packets", "2000", "--seconds", "10"],
           timeout_full=300, timeout_quick=120),
     Bench("aggregation", "bench.aggregation", "aggregation.json", quick=["--quick"], root=True,
-          timeout_full=1500, timeout_quick=300),
+          timeout_full=2400, timeout_quick=300),  # full grid: ~23 min on 2 CPUs (5 methods)
     Bench("replay", "bench.replay", "replay.json", quick=["--quick"], root=True,
           timeout_full=1200, timeout_quick=300),
     Bench("ratio", "bench.ratio", "ratio.json", quick=["--quick"], timeout_full=900, timeout_quick=300),
