@@ -227,6 +227,7 @@ def run_and_report(
     cfg.save()
     print(format_table(cfg.results, cfg.meta))
     print(f"\nJSON: {cfg.out}")
-    if rc == 0 and any(r.get("error") for r in cfg.results):
+    # "not applicable" points (async with one worker) are recorded, not failed
+    if rc == 0 and any(r.get("error") and not r.get("not_applicable") for r in cfg.results):
         rc = 1
     return rc
