@@ -741,6 +741,16 @@ class Report:
             rows,
         )
         isw = d.get("iswitch")
+        inputs = d.get("inputs") or {}
+        vpp, vb, hdr = (
+            (inputs.get(k) or {}).get("value")
+            for k in ("values_per_packet", "value_bytes", "agg_header_bytes")
+        )
+        per_packet = (
+            f"{vpp:g} values per packet ({vpp * vb:g} B of values under {hdr:g} B of headers and framing)"
+            if vpp and vb and hdr
+            else "the values per packet against the headers"
+        )
         if isw:
             pred, pub, st = isw.get("predicted", {}), isw.get("published", {}), isw.get("setting", {})
             self.headline(
@@ -749,9 +759,9 @@ class Report:
                 f"{fmt_ratio(pred.get('async_vs_ps'))} over PS at {st.get('workers')} workers, "
                 f"{st.get('link_gbps')} GbE, against published "
                 f"{fmt_ratio(pub.get('sync'))} / {fmt_ratio(pub.get('async'))}",
-                "32 values per packet (128 B of values under 94 B of headers): at few workers a ring, "
-                "2(N-1)/N of the bytes, moves as little on the wire; then Amdahl with the compute per "
-                "iteration (see Inputs) and the assumed link, RTT and window",
+                f"{per_packet}: at few workers a ring, 2(N-1)/N of the bytes, moves as little on the "
+                "wire; then Amdahl with the compute per iteration (see Inputs) and the assumed link, "
+                "RTT and window",
             )
             self.lines += [
                 "",
