@@ -770,7 +770,6 @@ class Report:
                 f"async vs PS {fmt_ratio(pred.get('async_vs_ps'))}; "
                 f"published {fmt_ratio(pub.get('sync'))} sync, {fmt_ratio(pub.get('async'))} async.",
             ]
-        inputs = d.get("inputs") or {}
         if inputs:
             self.lines += [
                 "",
