@@ -361,6 +361,8 @@ def worker_main(args: argparse.Namespace) -> int:
             if stdin.readline(args.phase_timeout) is None:
                 return 1
             for rep in range(repeat):
+                if args.delay_ms:  # the straggler: a slower compute step before each timed call
+                    time.sleep(args.delay_ms / 1000)
                 t0 = time.perf_counter()
                 _, sent, received, retx = method.allreduce(x)
                 seconds = time.perf_counter() - t0
@@ -400,6 +402,7 @@ def build_worker_parser() -> argparse.ArgumentParser:
     p.add_argument("--job", type=int, default=JOB_ID)
     p.add_argument("--slots", type=int, default=DEFAULT_SLOTS)
     p.add_argument("--threshold", type=int, help="switch-async-worker: the job's threshold")
+    p.add_argument("--delay-ms", type=float, default=0.0, help="sleep before each timed call (the straggler)")
     p.add_argument("--retx-timeout", type=float, default=0.2)
     p.add_argument("--max-tries", type=int, default=100)
     p.add_argument("--server", help="ps-worker: IP:PORT of the parameter server")
@@ -475,6 +478,7 @@ class Config:
     slots: int
     out: Path
     async_threshold: int = 0  # switch-async: 0 = N - 1
+    straggler_ms: float = 0.0  # the last worker sleeps this long before each timed call
     results: list[dict] = field(default_factory=list)
     meta: dict = field(default_factory=dict)
 
@@ -483,6 +487,11 @@ class Config:
         tmp = self.out.with_suffix(self.out.suffix + ".tmp")
         tmp.write_text(json.dumps({**self.meta, "results": self.results}, indent=1) + "\n")
         tmp.replace(self.out)
+
+
+def straggler_of(cfg: Config, n: int) -> int | None:
+    """The straggling worker's rank (the last one) when --straggler-ms is set and n >= 2."""
+    return n - 1 if cfg.straggler_ms > 0 and n >= 2 else None
 
 
 def async_threshold(cfg: Config, n: int) -> int:
@@ -499,6 +508,8 @@ def worker_argv(cfg: Config, method: str, n: int, rank: int, tb, extra: dict) ->
         "--workers", str(n), "--sizes", ",".join(map(str, numels)), "--repeats", ",".join(map(str, repeats)),
         "--phase-timeout", f"{timeout + STARTUP_TIMEOUT_S:.0f}",
     ]
+    if straggler_of(cfg, n) == rank:
+        argv += ["--delay-ms", f"{cfg.straggler_ms:g}"]
     w = tb.workers[rank]
     if method.startswith("switch"):
         from topologies.testbed import switch_ip
@@ -585,7 +596,12 @@ def measure_size(
     if not method.startswith("switch"):  # TCP: segments the worker hosts' kernels retransmitted
         hosts_after, hosts_before = after + [server_after], before + [server_before]  # ps: its server too
         retx_timed = int(sum(w["tcp_retrans_segs"] for w in _deltas(hosts_after, hosts_before, 1)))
-    seconds = [max(per_rank[r][rep] for r in range(n)) for rep in range(repeat)]
+    # a call's time is the slowest worker's; with a straggler, the slowest of the others (the
+    # straggler's own call starts after its delay: a synchronous method makes the others wait
+    # for it, an asynchronous one need not)
+    straggler = straggler_of(cfg, n)
+    timed_ranks = [r for r in range(n) if r != straggler]
+    seconds = [max(per_rank[r][rep] for r in timed_ranks) for rep in range(repeat)]
     counts = [c["mean_count"] for c in calls if c.get("event") == "call" and "mean_count" in c]
     wire = _deltas(after, before, repeat)
     wire_mean = statistics.fmean(w["tx_bytes"] + w["rx_bytes"] for w in wire)
@@ -624,6 +640,9 @@ def measure_size(
         "check_ok": err < 1e-4,
         "error": None,
     }
+    if straggler is not None:
+        res["straggler"] = {"rank": straggler, "delay_ms": cfg.straggler_ms,
+                            "own_seconds": per_rank[straggler]}  # fmt: skip
     if method == "switch-async":
         # threshold k of n: a call's time is the slowest worker's, but no worker waits for the
         # last n - k; mean_count = workers summed per received chunk in the results workers got;
@@ -716,7 +735,10 @@ def format_table(results: list[dict], meta: dict) -> str:
         f"NOTE: {NOTE}",
         f"host: {meta['host']['cpus']} CPUs, {meta['host']['machine']}; "
         f"switch window {meta['config']['slots']} "
-        "slots/worker; time = slowest worker's call; wire = interface tx+rx bytes per worker per call",
+        "slots/worker; time = slowest worker's call"
+        + (f" except the straggler's (worker N-1 sleeps {meta['config']['straggler_ms']:g} ms per call)"
+           if meta["config"].get("straggler_ms") else "")
+        + "; wire = interface tx+rx bytes per worker per call",
         "",
     ]
     head = (
@@ -774,6 +796,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--slots", type=int, default=DEFAULT_SLOTS,
                    help="switch method: the job's slots = each worker's window of outstanding packets "
                    "(default %(default)s)")
+    p.add_argument("--straggler-ms", type=float, default=0.0,
+                   help="the last worker (with 2+ workers) sleeps this long before each timed call, as a "
+                   "slow compute step; a call's time is then the slowest of the other workers "
+                   "(default 0: no straggler)")
     p.add_argument("--async-threshold", type=int, default=0,
                    help="switch-async: workers per chunk result, capped at N-1 (default: N-1)")
     p.add_argument("--quick", action="store_true",
@@ -800,9 +826,12 @@ def main(argv: list[str] | None = None) -> int:
         slots=args.slots,
         out=args.out,
         async_threshold=args.async_threshold,
+        straggler_ms=args.straggler_ms,
     )
-    if cfg.repeat < 1 or cfg.big_repeat < 1 or not 1 <= cfg.slots <= 1024 or cfg.async_threshold < 0:
-        print("error: --repeat and --big-repeat must be >= 1, --slots 1..1024, --async-threshold >= 0",
+    if (cfg.repeat < 1 or cfg.big_repeat < 1 or not 1 <= cfg.slots <= 1024 or cfg.async_threshold < 0
+            or cfg.straggler_ms < 0):  # fmt: skip
+        print("error: --repeat and --big-repeat must be >= 1, --slots 1..1024, --async-threshold and "
+              "--straggler-ms >= 0",
               file=sys.stderr)  # fmt: skip
         return 2
     from host_agents.agg_protocol import MAX_JOBS, POOL_SLOTS
@@ -819,7 +848,8 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     cfg.meta = {
-        "benchmark": "aggregation",
+        # a straggler run is its own figure in the report (times mean something else there)
+        "benchmark": "aggregation_straggler" if cfg.straggler_ms > 0 else "aggregation",
         "note": NOTE,
         "host": {
             "cpus": os.cpu_count(), "machine": platform.machine(), "platform": platform.platform(),
@@ -829,6 +859,7 @@ def main(argv: list[str] | None = None) -> int:
             "workers": cfg.workers, "sizes_kb": cfg.sizes_kb, "methods": cfg.methods, "repeat": cfg.repeat,
             "big_repeat": cfg.big_repeat, "big_size_bytes": BIG_SIZE_BYTES, "slots": cfg.slots, "seed": SEED,
             "async_threshold": "N-1" if not cfg.async_threshold else f"min({cfg.async_threshold}, N-1)",
+            "straggler_ms": cfg.straggler_ms,
             "kb_bytes": KB,
         },
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),

@@ -6,6 +6,7 @@ PNG plots next to it, one section per seed figure:
   (b) actor push frequency (env steps/s per actor) vs the ideal          <- bench.ratio
   (c) replay push/sample/update latency per path                          <- bench.replay
   (d) aggregation time per allreduce: in-switch sync/async vs PS vs gloo  <- bench.aggregation
+  (d2) the same with one straggler (async vs sync)   <- bench.aggregation --straggler-ms
   (e) scale-model predictions                                             <- bench.scale_model
   (f) CPU/GPU ratio advisor: rates, utilization, recommended actors       <- bench.ratio
 
@@ -677,6 +678,64 @@ class Report:
         if errs or bad:
             self.lines.append("")
 
+    def section_straggler(self) -> None:
+        d = self.data.get("aggregation_straggler")
+        title = "(d2) Aggregation with one straggler: in-switch async vs sync"
+        res = [
+            r
+            for r in (d or {}).get("results", [])
+            if not r.get("error") and r.get("median_s") is not None and r.get("check_ok") is not False
+        ]
+        if not d or not res:
+            self.missing(title, ["aggregation-straggler"])
+            return
+        c = d.get("config", {})
+        delay = c.get("straggler_ms")
+        self.head(
+            title,
+            d,
+            f"as (d), workers {c.get('workers')}, sizes {c.get('sizes_kb')} KB, repeat {c.get('repeat')}; "
+            f"worker N-1 sleeps {delay} ms before each call (a slow compute step) and a call's time is "
+            "the slowest of the other workers",
+        )
+        by = {(r["method"], r["workers"], r["size_kb"]): r for r in res}
+        methods = [m for m in AGG_METHODS if any(r["method"] == m for r in res)]
+        points = sorted({(r["workers"], r["size_kb"]) for r in res})
+        sync_ref = "switch-fixed" if "switch-fixed" in methods else "switch"
+        rows = []
+        for w, sz in points:
+            vals = {m: (by[(m, w, sz)]["median_s"] if (m, w, sz) in by else None) for m in methods}
+            a = by.get(("switch-async", w, sz))
+            rows.append(
+                [
+                    str(w),
+                    str(sz),
+                    *(ms(None if vals[m] is None else vals[m] * 1e3) for m in methods),
+                    fmt_ratio(div(vals.get("switch-async"), vals.get(sync_ref))),
+                    f"k={a.get('threshold')}/{w}" if a else "-",
+                ]
+            )
+        self.lines += md_table(
+            ["workers", "size KB", *(f"{m} ms" for m in methods), f"switch-async / {sync_ref}", "async k"],
+            rows,
+        )
+        both = [(w, sz) for w, sz in points if ("switch-async", w, sz) in by and (sync_ref, w, sz) in by]
+        if both:
+            w, sz = max(both, key=lambda x: (x[1], x[0]))
+            r = div(by[("switch-async", w, sz)]["median_s"], by[(sync_ref, w, sz)]["median_s"])
+            self.headline(
+                f"(d2) allreduce with a {delay:g} ms straggler, switch-async / {sync_ref}",
+                f"{fmt_ratio(r)} ({w} workers, {sz} KB; < 1: switch-async faster)",
+                "sync waits for the straggler each call, async (k = N-1) does not; async still pays the "
+                "software switch's packets/s, and its results leave out the straggler's gradient",
+            )
+        self.lines += [
+            "",
+            "The straggler's own call times are in the JSON (`straggler.own_seconds`); ratios are time "
+            "over time (< 1: switch-async faster).",
+            "",
+        ]
+
     # ---- (e) scale model
 
     def section_scale(self) -> None:
@@ -885,6 +944,7 @@ class Report:
         self.section_ratio()
         self.section_replay()
         self.section_aggregation()
+        self.section_straggler()
         self.section_scale()
         self.section_advisor()
         self.section_pps()

@@ -47,6 +47,13 @@ BENCHES = [
           timeout_full=300, timeout_quick=120),
     Bench("aggregation", "bench.aggregation", "aggregation.json", quick=["--quick"], root=True,
           timeout_full=2400, timeout_quick=300),  # full grid: ~23 min on 2 CPUs (5 methods)
+    # async only pays when someone is late: worker N-1 sleeps before each call (figure d2)
+    Bench("aggregation-straggler", "bench.aggregation", "aggregation-straggler.json",
+          full=["--methods", "switch-fixed,switch-async,gloo", "--workers", "4,8", "--sizes-kb", "100,1000",
+                "--straggler-ms", "200"],
+          quick=["--methods", "switch-fixed,switch-async,gloo", "--workers", "4", "--sizes-kb", "100",
+                 "--repeat", "3", "--straggler-ms", "200"],
+          root=True, timeout_full=900, timeout_quick=300),
     Bench("replay", "bench.replay", "replay.json", quick=["--quick"], root=True,
           timeout_full=1200, timeout_quick=300),
     Bench("ratio", "bench.ratio", "ratio.json", quick=["--quick"], timeout_full=900, timeout_quick=300),

@@ -51,6 +51,9 @@ def test_full_fixture_report(tmp_path: Path) -> None:
     assert "| 2 | 1 | 1200 | 50.0 | 0.60 | 1.30 | 0.10 | 95% | no GPU |" in text
     assert "**Recommendation: 1 actor(s) per learner, 1 thread(s) each.**" in text
     assert "- 2 actors: learner updates/s 50.0 is 50% of the best" in text
+    # (d2) one straggler: async 300 ms / fixed 500 ms -> 0.60x
+    assert "| 4 | 100 | 500 | 300 | 0.60x | k=3/4 |" in text
+    assert "worker N-1 sleeps 200.0 ms before each call" in text
     # headline table: one line per figure, its ratio from this run and what limits it
     head = text.split("## Headline ratios")[1].split("\n## ")[0]
     assert "| (b) actor push rate vs ideal | 0.60x per actor (2 actors) | CPU contention" in head
@@ -67,9 +70,10 @@ def test_full_fixture_report(tmp_path: Path) -> None:
     )
     assert "| (f) recommended actors per learner | 1 (x1 threads)" in head
     assert "against published 3.66x / 3.71x" in head
+    assert "| (d2) allreduce with a 200 ms straggler, switch-async / switch-fixed | 0.60x (4 workers" in head
     # each figure states its machine and configuration
     assert text.count("- machine: Fixture CPU, 2 CPUs") == 4  # ratio (a, b, f) and replay
-    assert text.count("- configuration:") == 7
+    assert text.count("- configuration:") == 8
     for name in ("breakdown", "push-frequency", "replay", "aggregation", "scale-model", "ratio"):
         png = tmp_path / f"report-{name}.png"
         assert png.is_file() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -108,8 +112,8 @@ def test_missing_data_says_not_measured(tmp_path: Path) -> None:
     for s in SECTIONS:
         assert f"## {s}" in text
     assert "## (d) Aggregation time" in text and "5.00x" in text
-    # (a), (b), (c), (e), (f), softswitch and learning: not measured
-    assert text.count(f"**{NOT_MEASURED}.**") == 7
+    # (a), (b), (c), (d2), (e), (f), softswitch and learning: not measured
+    assert text.count(f"**{NOT_MEASURED}.**") == 8
     assert "`replay`: skipped: needs root" in text
     assert "`ratio`: failed: exit code 1" in text
     assert "`scale_model`: no result file" in text
