@@ -376,6 +376,21 @@ def worker_main(args: argparse.Namespace) -> int:
                     bytes_sent=sent, bytes_received=received, retransmissions=retx, **extra,
                 )
             emit(event="done", rank=args.rank, numel=numel)
+            if args.fill:
+                # an asynchronous job's fast workers race ahead of the straggler; if they stopped,
+                # its last calls would open rounds no one else sends and never reach k. Keep the
+                # job going with untimed calls until the driver says the straggler is done.
+                st = method.client.totals
+                s0, r0, p0, q0 = st.bytes_sent, st.bytes_received, st.packets_sent, st.packets_received
+                fills, deadline = 0, time.monotonic() + args.phase_timeout
+                while not stdin.ready() and time.monotonic() < deadline:
+                    method.allreduce(x)
+                    fills += 1
+                if stdin.readline(args.phase_timeout) is None:
+                    return 1
+                emit(event="filled", rank=args.rank, calls=fills, bytes_sent=st.bytes_sent - s0,
+                     bytes_received=st.bytes_received - r0, packets_sent=st.packets_sent - p0,
+                     packets_received=st.packets_received - q0)  # fmt: skip
     except Exception as e:
         emit(event="error", message=f"{args.role} {args.rank}: {type(e).__name__}: {e}")
         return 1
@@ -403,6 +418,9 @@ def build_worker_parser() -> argparse.ArgumentParser:
     p.add_argument("--slots", type=int, default=DEFAULT_SLOTS)
     p.add_argument("--threshold", type=int, help="switch-async-worker: the job's threshold")
     p.add_argument("--delay-ms", type=float, default=0.0, help="sleep before each timed call (the straggler)")
+    p.add_argument("--fill", action="store_true",
+                   help="async with a straggler, fast workers: untimed calls after the timed ones until the "
+                   "next line on stdin")  # fmt: skip
     p.add_argument("--retx-timeout", type=float, default=0.2)
     p.add_argument("--max-tries", type=int, default=100)
     p.add_argument("--server", help="ps-worker: IP:PORT of the parameter server")
@@ -508,8 +526,11 @@ def worker_argv(cfg: Config, method: str, n: int, rank: int, tb, extra: dict) ->
         "--workers", str(n), "--sizes", ",".join(map(str, numels)), "--repeats", ",".join(map(str, repeats)),
         "--phase-timeout", f"{timeout + STARTUP_TIMEOUT_S:.0f}",
     ]
-    if straggler_of(cfg, n) == rank:
+    straggler = straggler_of(cfg, n)
+    if straggler == rank:
         argv += ["--delay-ms", f"{cfg.straggler_ms:g}"]
+    elif straggler is not None and method == "switch-async":
+        argv.append("--fill")
     w = tb.workers[rank]
     if method.startswith("switch"):
         from topologies.testbed import switch_ip
@@ -575,12 +596,24 @@ def measure_size(
     before = [read_counters(h) for h in hosts]
     server_before = read_counters(server_host)
     calls: list[dict] = []
+    straggler = straggler_of(cfg, n)
+    timeout = phase_timeout_s(method, n, numel, repeat) + repeat * cfg.straggler_ms / 1000
     t0 = time.monotonic()
     group.go()
-    group.wait_for("done", phase_timeout_s(method, n, numel, repeat), collect=calls)
+    group.wait_for("done", timeout, collect=calls)
     wall = time.monotonic() - t0
+    filled: dict[int, dict] = {}
+    if straggler is not None and method == "switch-async":  # stop the fast workers' filler calls
+        fast = [r for r in range(n) if r != straggler]
+        group.go(fast)
+        filled = group.wait_for("filled", timeout, which=fast)
     time.sleep(SETTLE_S)
     after = [read_counters(h) for h in hosts]
+    for r, f in filled.items():  # the wire counters of the timed calls only
+        after[r] = {**after[r], "tx_bytes": after[r]["tx_bytes"] - f["bytes_sent"],
+                    "rx_bytes": after[r]["rx_bytes"] - f["bytes_received"],
+                    "tx_packets": after[r]["tx_packets"] - f["packets_sent"],
+                    "rx_packets": after[r]["rx_packets"] - f["packets_received"]}  # fmt: skip
     server_after = read_counters(server_host)
 
     per_rank = [[0.0] * repeat for _ in range(n)]
@@ -599,7 +632,6 @@ def measure_size(
     # a call's time is the slowest worker's; with a straggler, the slowest of the others (the
     # straggler's own call starts after its delay: a synchronous method makes the others wait
     # for it, an asynchronous one need not)
-    straggler = straggler_of(cfg, n)
     timed_ranks = [r for r in range(n) if r != straggler]
     seconds = [max(per_rank[r][rep] for r in timed_ranks) for rep in range(repeat)]
     counts = [c["mean_count"] for c in calls if c.get("event") == "call" and "mean_count" in c]
@@ -641,8 +673,13 @@ def measure_size(
         "error": None,
     }
     if straggler is not None:
-        res["straggler"] = {"rank": straggler, "delay_ms": cfg.straggler_ms,
-                            "own_seconds": per_rank[straggler]}  # fmt: skip
+        res["straggler"] = {
+            "rank": straggler,
+            "delay_ms": cfg.straggler_ms,
+            "own_seconds": per_rank[straggler],
+            # async: untimed calls the fast workers made while the straggler finished
+            "fast_workers_filler_calls": {str(r): f["calls"] for r, f in filled.items()},
+        }
     if method == "switch-async":
         # threshold k of n: a call's time is the slowest worker's, but no worker waits for the
         # last n - k; mean_count = workers summed per received chunk in the results workers got;
@@ -806,8 +843,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"smoke run: workers {QUICK['workers'][0]}, "
                    f"sizes {','.join(map(str, QUICK['sizes_kb']))} KB, repeat {QUICK['repeat']} "
                    "(explicit --workers/--sizes-kb/--repeat still win)")
-    p.add_argument("--out", type=Path, default=DEFAULT_OUT,
-                   help="JSON output (default bench/results/aggregation.json)")
+    p.add_argument("--out", type=Path, default=None,
+                   help="JSON output (default bench/results/aggregation.json; with --straggler-ms "
+                   "bench/results/aggregation-straggler.json)")
     return p
 
 
@@ -824,7 +862,8 @@ def main(argv: list[str] | None = None) -> int:
         repeat=args.repeat or quick.get("repeat", DEFAULT_REPEAT),
         big_repeat=args.big_repeat,
         slots=args.slots,
-        out=args.out,
+        out=args.out or (DEFAULT_OUT.with_name("aggregation-straggler.json") if args.straggler_ms > 0
+                         else DEFAULT_OUT),  # fmt: skip
         async_threshold=args.async_threshold,
         straggler_ms=args.straggler_ms,
     )

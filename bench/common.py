@@ -61,6 +61,17 @@ class StdinLines:
         line, _, self.buf = self.buf.partition(b"\n")
         return line.decode()
 
+    def ready(self) -> bool:
+        """Whether a line (or end of input) is waiting, without blocking."""
+        while b"\n" not in self.buf:
+            if not select.select([0], [], [], 0)[0]:
+                return False
+            chunk = os.read(0, 4096)
+            if not chunk:
+                return True  # end of input: readline returns None at once
+            self.buf += chunk
+        return True
+
 
 # ---- driver side ----
 

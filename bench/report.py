@@ -681,22 +681,34 @@ class Report:
     def section_straggler(self) -> None:
         d = self.data.get("aggregation_straggler")
         title = "(d2) Aggregation with one straggler: in-switch async vs sync"
-        res = [
-            r
-            for r in (d or {}).get("results", [])
-            if not r.get("error") and r.get("median_s") is not None and r.get("check_ok") is not False
-        ]
-        if not d or not res:
+        all_res = (d or {}).get("results", [])
+        timed = [r for r in all_res if not r.get("error") and r.get("median_s") is not None]
+        bad = [r for r in timed if r.get("check_ok") is False]
+        res = [r for r in timed if r.get("check_ok") is not False]
+        errs = [r for r in all_res if r.get("error") and not r.get("not_applicable")]
+        if not d:
             self.missing(title, ["aggregation-straggler"])
             return
         c = d.get("config", {})
-        delay = c.get("straggler_ms")
+        delay = float(c.get("straggler_ms") or 0)
+        if not res:
+            self.lines += [
+                f"## {title}",
+                "",
+                f"**{NOT_MEASURED}:** every point of `{d.get('_file')}` failed.",
+            ]
+            for r in errs + bad:
+                why = r.get("error") or "bad sum"
+                self.lines.append(f"- {r['method']}, {r['workers']} workers, {r['size_kb']} KB: {why}")
+            self.lines.append("")
+            return
         self.head(
             title,
             d,
             f"as (d), workers {c.get('workers')}, sizes {c.get('sizes_kb')} KB, repeat {c.get('repeat')}; "
-            f"worker N-1 sleeps {delay} ms before each call (a slow compute step) and a call's time is "
-            "the slowest of the other workers",
+            f"worker N-1 sleeps {delay:g} ms before each call (a slow compute step) and a call's time is "
+            "the slowest of the other workers; in switch-async the others keep the job going with untimed "
+            "calls until the straggler's last call is done",
         )
         by = {(r["method"], r["workers"], r["size_kb"]): r for r in res}
         methods = [m for m in AGG_METHODS if any(r["method"] == m for r in res)]
@@ -723,18 +735,29 @@ class Report:
         if both:
             w, sz = max(both, key=lambda x: (x[1], x[0]))
             r = div(by[("switch-async", w, sz)]["median_s"], by[(sync_ref, w, sz)]["median_s"])
+            k = by[("switch-async", w, sz)].get("threshold")
             self.headline(
                 f"(d2) allreduce with a {delay:g} ms straggler, switch-async / {sync_ref}",
-                f"{fmt_ratio(r)} ({w} workers, {sz} KB; < 1: switch-async faster)",
+                f"{fmt_ratio(r)} ({w} workers, {sz} KB; results sum k={k} of {w} gradients; "
+                "< 1: switch-async faster)",
                 "sync waits for the straggler each call, async (k = N-1) does not; async still pays the "
                 "software switch's packets/s, and its results leave out the straggler's gradient",
             )
         self.lines += [
             "",
             "The straggler's own call times are in the JSON (`straggler.own_seconds`); ratios are time "
-            "over time (< 1: switch-async faster).",
+            "over time (< 1: switch-async faster). The ratio depends on the chosen delay: a synchronous "
+            "call takes about the delay plus its own time.",
             "",
         ]
+        for r in bad:
+            self.lines.append(
+                f"- {r['method']}, {r['workers']} workers, {r['size_kb']} KB: left out, bad sum"
+            )
+        for r in errs:
+            self.lines.append(f"- {r['method']}, {r['workers']} workers, {r['size_kb']} KB: {r['error']}")
+        if bad or errs:
+            self.lines.append("")
 
     # ---- (e) scale model
 

@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.list:
         for b in BENCHES:
-            print(f"{b.name:15} {b.module:22} {'root ' if b.root else ''}quick: {' '.join(b.quick) or '-'}")
+            print(f"{b.name:22} {b.module:18} {'root ' if b.root else ''}quick: {' '.join(b.quick) or '-'}")
         return 0
     only, skip = expand(args.only), expand(args.skip)
     stamp = time.strftime("%Y%m%d-%H%M%S")

@@ -53,7 +53,7 @@ def test_full_fixture_report(tmp_path: Path) -> None:
     assert "- 2 actors: learner updates/s 50.0 is 50% of the best" in text
     # (d2) one straggler: async 300 ms / fixed 500 ms -> 0.60x
     assert "| 4 | 100 | 500 | 300 | 0.60x | k=3/4 |" in text
-    assert "worker N-1 sleeps 200.0 ms before each call" in text
+    assert "worker N-1 sleeps 200 ms before each call" in text
     # headline table: one line per figure, its ratio from this run and what limits it
     head = text.split("## Headline ratios")[1].split("\n## ")[0]
     assert "| (b) actor push rate vs ideal | 0.60x per actor (2 actors) | CPU contention" in head
@@ -120,3 +120,18 @@ def test_missing_data_says_not_measured(tmp_path: Path) -> None:
     assert (tmp_path / "out" / "report-aggregation.png").is_file()
     assert not (tmp_path / "out" / "report-replay.png").exists()
     assert "Machine: Fixture CPU, 2 CPUs (from run_all.json)" in text
+
+
+def test_straggler_figure_with_only_failed_points_says_so(tmp_path: Path) -> None:
+    data = json.loads((FIXTURES / "aggregation-straggler.json").read_text())
+    data["results"][1] = {**data["results"][1], "median_s": None, "error": "AggregationTimeout: no result"}
+    data["results"][0]["check_ok"] = False
+    res = tmp_path / "res"
+    res.mkdir()
+    (res / "aggregation-straggler.json").write_text(json.dumps(data))
+    text = _report(res, tmp_path / "out")
+    d2 = text.split("## (d2)")[1].split("\n## ")[0]
+    assert f"**{NOT_MEASURED}:** every point of `aggregation-straggler.json` failed." in d2
+    assert "- switch-async, 4 workers, 100 KB: AggregationTimeout: no result" in d2
+    assert "- switch-fixed, 4 workers, 100 KB: bad sum" in d2
+    assert "(d2) allreduce" not in text  # no headline from failed points
