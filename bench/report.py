@@ -563,9 +563,7 @@ class Report:
         d = self.data.get("aggregation")
         title = "(d) Aggregation time per iteration: in-switch sync/async vs parameter server vs gloo"
         all_res = (d or {}).get("results", [])
-        timed = [r for r in all_res if not r.get("error") and r.get("median_s") is not None]
-        bad = [r for r in timed if r.get("check_ok") is False]  # a wrong sum is not a time to compare
-        res = [r for r in timed if r.get("check_ok") is not False]
+        res, bad, errs = split_agg_results(all_res)
         if not d or not res:
             self.missing(title, ["aggregation"])
             return
@@ -667,25 +665,12 @@ class Report:
             "in-switch times on this target.",
             "",
         ]
-        for r in bad:
-            self.lines.append(
-                f"- {r['method']}, {r['workers']} workers, {r['size_kb']} KB: left out, its result check "
-                f"failed (max relative error {r.get('max_rel_err')})"
-            )
-        errs = [r for r in all_res if r.get("error") and not r.get("not_applicable")]
-        for r in errs:
-            self.lines.append(f"- {r['method']}, {r['workers']} workers, {r['size_kb']} KB: {r['error']}")
-        if errs or bad:
-            self.lines.append("")
+        self.lines += agg_problem_lines(bad, errs)
 
     def section_straggler(self) -> None:
         d = self.data.get("aggregation_straggler")
         title = "(d2) Aggregation with one straggler: in-switch async vs sync"
-        all_res = (d or {}).get("results", [])
-        timed = [r for r in all_res if not r.get("error") and r.get("median_s") is not None]
-        bad = [r for r in timed if r.get("check_ok") is False]
-        res = [r for r in timed if r.get("check_ok") is not False]
-        errs = [r for r in all_res if r.get("error") and not r.get("not_applicable")]
+        res, bad, errs = split_agg_results((d or {}).get("results", []))
         if not d:
             self.missing(title, ["aggregation-straggler"])
             return
@@ -697,10 +682,7 @@ class Report:
                 "",
                 f"**{NOT_MEASURED}:** every point of `{d.get('_file')}` failed.",
             ]
-            for r in errs + bad:
-                why = r.get("error") or "bad sum"
-                self.lines.append(f"- {r['method']}, {r['workers']} workers, {r['size_kb']} KB: {why}")
-            self.lines.append("")
+            self.lines += agg_problem_lines(bad, errs)
             return
         self.head(
             title,
@@ -750,14 +732,7 @@ class Report:
             "call takes about the delay plus its own time.",
             "",
         ]
-        for r in bad:
-            self.lines.append(
-                f"- {r['method']}, {r['workers']} workers, {r['size_kb']} KB: left out, bad sum"
-            )
-        for r in errs:
-            self.lines.append(f"- {r['method']}, {r['workers']} workers, {r['size_kb']} KB: {r['error']}")
-        if bad or errs:
-            self.lines.append("")
+        self.lines += agg_problem_lines(bad, errs)
 
     # ---- (e) scale model
 
@@ -985,6 +960,26 @@ class Report:
         text = self.build()
         self.out.write_text(text)
         return self.out
+
+
+def split_agg_results(results: list[dict]) -> tuple[list[dict], list[dict], list[dict]]:
+    """bench.aggregation results: (timed with a good sum, timed with a bad sum, errors); a wrong
+    sum is not a time to compare, and a not-applicable point is neither."""
+    timed = [r for r in results if not r.get("error") and r.get("median_s") is not None]
+    bad = [r for r in timed if r.get("check_ok") is False]
+    good = [r for r in timed if r.get("check_ok") is not False]
+    errs = [r for r in results if r.get("error") and not r.get("not_applicable")]
+    return good, bad, errs
+
+
+def agg_problem_lines(bad: list[dict], errs: list[dict]) -> list[str]:
+    lines = [
+        f"- {r['method']}, {r['workers']} workers, {r['size_kb']} KB: left out, its result check failed "
+        f"(max relative error {r.get('max_rel_err')})"
+        for r in bad
+    ]
+    lines += [f"- {r['method']}, {r['workers']} workers, {r['size_kb']} KB: {r['error']}" for r in errs]
+    return lines + [""] if lines else []
 
 
 def _gpu_text(g: object) -> str:

@@ -133,5 +133,5 @@ def test_straggler_figure_with_only_failed_points_says_so(tmp_path: Path) -> Non
     d2 = text.split("## (d2)")[1].split("\n## ")[0]
     assert f"**{NOT_MEASURED}:** every point of `aggregation-straggler.json` failed." in d2
     assert "- switch-async, 4 workers, 100 KB: AggregationTimeout: no result" in d2
-    assert "- switch-fixed, 4 workers, 100 KB: bad sum" in d2
+    assert "- switch-fixed, 4 workers, 100 KB: left out, its result check failed" in d2
     assert "(d2) allreduce" not in text  # no headline from failed points
