@@ -117,6 +117,21 @@ def _policy_terms(model: nn.Module, obs: torch.Tensor, actions: torch.Tensor):  
     return dist.log_prob(actions), dist.entropy(), values
 
 
+def _actor_critic_loss(
+    policy_loss: torch.Tensor,
+    values: torch.Tensor,
+    returns: torch.Tensor,
+    entropy: torch.Tensor,
+    vf_coef: float,
+    ent_coef: float,
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """policy + vf_coef * value - ent_coef * entropy (PPO and A2C alike), with their stats."""
+    value_loss = 0.5 * (returns - values).pow(2).mean()
+    ent = entropy.mean()
+    loss = policy_loss + vf_coef * value_loss - ent_coef * ent
+    return loss, {"policy_loss": policy_loss.item(), "value_loss": value_loss.item(), "entropy": ent.item()}
+
+
 def ppo_loss(
     model: nn.Module,
     obs: torch.Tensor,
@@ -138,18 +153,10 @@ def ppo_loss(
     if rho_bar > 0:
         ratio = torch.clamp(ratio, max=rho_bar)
     surrogate = torch.min(ratio * advantages, torch.clamp(ratio, 1 - clip, 1 + clip) * advantages)
-    policy_loss = -surrogate.mean()
-    value_loss = 0.5 * (returns - values).pow(2).mean()
-    ent = entropy.mean()
-    loss = policy_loss + vf_coef * value_loss - ent_coef * ent
+    loss, stats = _actor_critic_loss(-surrogate.mean(), values, returns, entropy, vf_coef, ent_coef)
     with torch.no_grad():
-        clipfrac = ((ratio - 1).abs() > clip).float().mean().item()
-    return loss, {
-        "policy_loss": policy_loss.item(),
-        "value_loss": value_loss.item(),
-        "entropy": ent.item(),
-        "clipfrac": clipfrac,
-    }
+        stats["clipfrac"] = ((ratio - 1).abs() > clip).float().mean().item()
+    return loss, stats
 
 
 def a2c_loss(
@@ -167,15 +174,9 @@ def a2c_loss(
     logp, entropy, values = _policy_terms(model, obs, actions)
     weights = is_weights(logp, behaviour_logp, rho_bar)
     policy_loss = -(weights * advantages * logp).mean()
-    value_loss = 0.5 * (returns - values).pow(2).mean()
-    ent = entropy.mean()
-    loss = policy_loss + vf_coef * value_loss - ent_coef * ent
-    return loss, {
-        "policy_loss": policy_loss.item(),
-        "value_loss": value_loss.item(),
-        "entropy": ent.item(),
-        "is_weight_mean": weights.mean().item(),
-    }
+    loss, stats = _actor_critic_loss(policy_loss, values, returns, entropy, vf_coef, ent_coef)
+    stats["is_weight_mean"] = weights.mean().item()
+    return loss, stats
 
 
 def dqn_loss(
