@@ -190,6 +190,13 @@ class _Checker:
             return None
         return value
 
+    def switch_name(self, value: Any, path: str, switches: Any) -> str | None:
+        """``value`` must name one of ``switches``."""
+        if value not in switches:
+            self.err(path, f"{value!r} is not a switch of this topology")
+            return None
+        return value
+
     def number(
         self, value: Any, path: str, lo: float | None = None, hi: float | None = None, integer: bool = False
     ) -> float | int | None:
@@ -583,10 +590,8 @@ def _scenario(c: _Checker, raw: Any, switches: dict[str, SwitchSpec]) -> Scenari
     if "replay_alpha" in raw and (v := c.number(raw["replay_alpha"], f"{p}.replay_alpha", 0, 4)) is not None:
         s.replay_alpha = float(v)
     if raw.get("replay_switch") is not None:
-        if raw["replay_switch"] not in switches:
-            c.err(f"{p}.replay_switch", f"{raw['replay_switch']!r} is not a switch of this topology")
-        else:
-            s.replay_switch = raw["replay_switch"]
+        if (name := c.switch_name(raw["replay_switch"], f"{p}.replay_switch", switches)) is not None:
+            s.replay_switch = name
     s.aggregation = _aggregation(c, raw.get("aggregation"), switches)
     for key in ("learner_args", "actor_args", "worker_args", "replay_server_args"):
         setattr(s, key, c.args(raw.get(key), f"{p}.{key}"))
@@ -651,10 +656,8 @@ def _aggregation(c: _Checker, raw: Any, switches: dict[str, SwitchSpec]) -> Aggr
     if "job" in raw and (v := c.number(raw["job"], f"{p}.job", 0, 255, integer=True)) is not None:
         a.job = int(v)
     if raw.get("root") is not None:
-        if raw["root"] not in switches:
-            c.err(f"{p}.root", f"{raw['root']!r} is not a switch of this topology")
-        else:
-            a.root = raw["root"]
+        if (name := c.switch_name(raw["root"], f"{p}.root", switches)) is not None:
+            a.root = name
     return a
 
 
