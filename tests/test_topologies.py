@@ -155,6 +155,14 @@ BAD = [
         ("h1: {roles: [learner]}", "h1: {roles: []}"),
     ),
     ("scenario.learner_args.--lr: is not a flag name", ("replay_backend: switch", "learner_args: {--lr: 1}")),
+    (
+        "scenario.replay_switch: 's9' is not a switch of this topology",
+        ("replay_backend: switch", "replay_backend: switch, replay_switch: s9"),
+    ),
+    (
+        "scenario.aggregation.root: 's9' is not a switch of this topology",
+        ("replay_backend: switch", "replay_backend: switch, aggregation: {root: s9}"),
+    ),
 ]
 
 
