@@ -333,9 +333,8 @@ def worker_main(args: argparse.Namespace) -> int:
         return 1
     try:
         is_async = isinstance(method, _SwitchAsyncMethod)
-        # before "up", outside every timed phase: each size's shared bound (all workers' inputs)
-        exponents = [fixed_exponent_for(args.seed, args.workers, m) for m in sizes] if isinstance(
-            method, (_SwitchFixedMethod, _SwitchAsyncMethod)) else [0] * len(sizes)  # fmt: skip
+        # each size's shared bound, computed once by the driver (fixed-exponent methods only)
+        exponents = [int(e) for e in args.exponents.split(",")] if args.exponents else [0] * len(sizes)
         emit(event="up", rank=args.rank)
         for index, (numel, repeat) in enumerate(zip(sizes, repeats, strict=True)):
             x = input_tensor(args.seed, args.rank, numel, 0)
@@ -417,6 +416,8 @@ def build_worker_parser() -> argparse.ArgumentParser:
     p.add_argument("--job", type=int, default=JOB_ID)
     p.add_argument("--slots", type=int, default=DEFAULT_SLOTS)
     p.add_argument("--threshold", type=int, help="switch-async-worker: the job's threshold")
+    p.add_argument("--exponents", default="",
+                   help="switch-fixed/-async-worker: each size's fixed exponent")  # fmt: skip
     p.add_argument("--delay-ms", type=float, default=0.0, help="sleep before each timed call (the straggler)")
     p.add_argument("--fill", action="store_true",
                    help="async with a straggler, fast workers: untimed calls after the timed ones until the "
@@ -538,6 +539,8 @@ def worker_argv(cfg: Config, method: str, n: int, rank: int, tb, extra: dict) ->
         argv += ["--switch", switch_ip(0), "--bind", w.ip, "--slots", str(cfg.slots), "--job", str(JOB_ID)]
         if method == "switch-async":
             argv += ["--threshold", str(async_threshold(cfg, n))]
+        if "exponents" in extra:
+            argv += ["--exponents", extra["exponents"]]
     elif method == "ps":
         argv += ["--server", extra["server"]]
     else:
@@ -555,6 +558,9 @@ def run_method(cfg: Config, tb, method: str, n: int) -> None:
             extra: dict = {}
             if method == "ps":
                 extra["server"] = stack.enter_context(param_server(server_host, n, 600.0))
+            if method in ("switch-fixed", "switch-async"):  # one shared bound per size, for all workers
+                sizes = (numel_for(kb) for kb in cfg.sizes_kb)
+                extra["exponents"] = ",".join(str(fixed_exponent_for(SEED, n, m)) for m in sizes)
             group = stack.enter_context(process_group())
             for rank in range(n):
                 argv = worker_argv(cfg, method, n, rank, tb, extra)
