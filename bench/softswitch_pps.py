@@ -31,8 +31,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from p4compiler.python_backend import compile_file  # noqa: E402
 from softswitch.api import Lpm, TableEntry  # noqa: E402
-from softswitch.compiler import compile_file  # noqa: E402
 from softswitch.switch import Switch  # noqa: E402
 
 L2L3 = ROOT / "p4" / "examples" / "basic_router.p4"
@@ -131,7 +131,7 @@ def install_route(grpc_port: int) -> None:
 
     import p4runtime_sh.shell as sh
 
-    from softswitch.p4info import build_p4info, p4info_to_text
+    from p4compiler.p4info import build_p4info, p4info_to_text
 
     with tempfile.TemporaryDirectory() as tmp, contextlib.redirect_stdout(io.StringIO()):
         p4info = Path(tmp) / "p4info.txt"

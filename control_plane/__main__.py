@@ -14,7 +14,7 @@ import sys
 from control_plane.aggregation import Job, Member, Parent
 from control_plane.p4runtime_client import ControlPlaneError
 from control_plane.switch_controller import DEFAULT_P4, SwitchController
-from softswitch.errors import P4Error
+from p4compiler.errors import P4Error
 
 
 def _member(text: str) -> Member:

@@ -448,9 +448,9 @@ class P4RuntimeClient:
 def device_config_for(p4_path: str | Path) -> tuple[p4info_pb2.P4Info, bytes]:
     """P4Info and device config for the software switch: the preprocessed P4 source (so that the
     switch needs none of the program's include files) and the P4Info generated from it."""
-    from softswitch.compiler import compile_text
-    from softswitch.p4info import build_p4info
-    from softswitch.preprocess import preprocess
+    from p4compiler.p4info import build_p4info
+    from p4compiler.preprocess import preprocess
+    from p4compiler.python_backend import compile_text
 
     path = Path(p4_path)
     if not path.is_file():

@@ -18,7 +18,7 @@ import sys
 import threading
 import time
 
-from softswitch.errors import P4Error
+from p4compiler.errors import P4Error
 
 log = logging.getLogger("softswitch")
 
@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
                     "write the number and its unit together, e.g. delay=5ms)")
         parser.error(f"unrecognized arguments: {' '.join(extra)}{hint}")
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    from softswitch.compiler import compile_file, compile_text
+    from p4compiler.python_backend import compile_file, compile_text
     from softswitch.netem import NetemSpecError, parse_netem_specs
     from softswitch.p4runtime_server import P4RuntimeServer
     from softswitch.ports import PortError, PortSet

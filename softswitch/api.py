@@ -11,9 +11,9 @@ maps them to gRPC status codes through `code`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Protocol, Union
+from typing import Callable, Protocol
 
-from softswitch.model import ProgramInfo
+from p4compiler.model import Exact, Lpm, Match, Optional_, ProgramInfo, Range, Ternary  # noqa: F401 (re-exported)
 
 
 class SwitchError(Exception):
@@ -42,38 +42,7 @@ class Unimplemented(SwitchError):
     code = "UNIMPLEMENTED"
 
 
-# --- match values, one per key field ---------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Exact:
-    value: int
-
-
-@dataclass(frozen=True)
-class Lpm:
-    value: int
-    prefix_len: int
-
-
-@dataclass(frozen=True)
-class Ternary:
-    value: int
-    mask: int
-
-
-@dataclass(frozen=True)
-class Range:
-    low: int
-    high: int
-
-
-@dataclass(frozen=True)
-class Optional_:
-    value: int
-
-
-Match = Union[Exact, Lpm, Ternary, Range, Optional_]
+# match values, one per key field: defined with the compiler's model (const entries use them)
 
 
 @dataclass

@@ -36,8 +36,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--in-process", action="store_true", help="skip namespaces even when running as root")
     args = ap.parse_args(argv)
 
-    from softswitch.compiler import compile_file
-    from softswitch.p4info import build_p4info, p4info_to_text
+    from p4compiler.p4info import build_p4info, p4info_to_text
+    from p4compiler.python_backend import compile_file
     from softswitch.p4runtime_server import P4RuntimeServer
     from softswitch.switch import Switch
 
@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
                 ports.send(p, data)
 
         def load(config: bytes, _p4info: object) -> Switch:
-            from softswitch.compiler import compile_text
+            from p4compiler.python_backend import compile_text
 
             return Switch(compile_text(config.decode(), str(PROGRAM)))
 

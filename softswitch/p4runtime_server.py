@@ -39,9 +39,9 @@ from google.rpc import code_pb2, status_pb2
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
+from p4compiler.p4info import build_p4info
 from softswitch import api
 from softswitch.api import SwitchAPI, SwitchError
-from softswitch.p4info import build_p4info
 
 log = logging.getLogger(__name__)
 

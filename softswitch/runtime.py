@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from p4compiler.python_backend.types import P4Header, P4Struct, Stack
 from softswitch import algorithms
-from softswitch.compiler.types import P4Header, P4Struct, Stack
 
 
 class ParserError(Exception):
@@ -255,3 +255,10 @@ def generated_globals(program: Any) -> dict[str, Any]:
                  "_set_flag", "_set_truncate", "_assert", "_extract_varbit", "_pack_varbit"):
         g[name] = globals()[name]
     return g
+
+
+def instantiate(program: Any, rt: Any) -> dict[str, Any]:
+    """Run a compiled program's generated module against a runtime; returns the pipeline's functions."""
+    g = generated_globals(program)
+    exec(program.code, g)
+    return g["__build"](rt)

@@ -70,6 +70,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from p4compiler.model import ProgramInfo, TableInfo
 from softswitch.api import (
     CloneSession,
     Exact,
@@ -83,7 +84,6 @@ from softswitch.api import (
     TableEntry,
     Ternary,
 )
-from softswitch.model import ProgramInfo, TableInfo
 
 AUTO_PRIORITY_BASE = 1 << 20
 _PRIORITY_TYPES = {"ternary", "range", "optional"}
@@ -960,7 +960,7 @@ def run_stf(
     cpu_port: int = 64,
 ) -> StfResult:
     """Compile `program_path`, load it into a fresh software switch, run `stf_path`.
-    Raises softswitch.errors.P4Error when the program does not compile, StfError as above."""
+    Raises p4compiler.errors.P4Error when the program does not compile, StfError as above."""
     from softswitch.switch import Switch  # late: the runner itself only needs SwitchAPI
 
     switch = Switch.from_file(
@@ -990,14 +990,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("-v", "--verbose", action="store_true", help="print every command and packet")
     args = ap.parse_args(argv)
 
-    from softswitch.errors import P4Error
+    from p4compiler.errors import P4Error
 
     defines = {}
     for d in args.defines:
         name, sep, val = d.partition("=")
         defines[name] = val if sep else "1"
     try:
-        from softswitch.compiler import compile_file
+        from p4compiler.python_backend import compile_file
         from softswitch.switch import Switch
 
         program = compile_file(args.program, include_dirs=tuple(args.include_dirs), defines=defines or None)

@@ -14,10 +14,10 @@ import threading
 from collections import deque
 from typing import Any, Mapping, Sequence
 
-from softswitch import api
+from p4compiler.python_backend import CompiledProgram, compile_file
+from p4compiler.python_backend.types import serial_width
+from softswitch import api, runtime
 from softswitch.api import CloneSession, NotFound, Replica, SwitchError
-from softswitch.compiler import CompiledProgram, compile_file
-from softswitch.compiler.types import serial_width
 from softswitch.runtime import AssertionFailed, ExitSignal, Packet, ParserError
 from softswitch.tables import Counter, DirectMeter, Meter, Register, Table, ValueSet
 
@@ -120,7 +120,7 @@ class Switch:
             self.mc: dict[int, list[Replica]] = {}
             self.sessions: dict[int, CloneSession] = {}
             self._pending_digests: list[tuple[str, dict[str, int]]] = []
-            built = program.instantiate(_Runtime(self))
+            built = runtime.instantiate(program, _Runtime(self))
             blocks = built["blocks"]
             self._parser = blocks["parser"]
             self._verify = blocks["verify_checksum"]

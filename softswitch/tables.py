@@ -6,9 +6,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from p4compiler.model import TableInfo
 from softswitch import api
 from softswitch.api import AlreadyExists, NotFound, PermissionDenied, ResourceExhausted, SwitchError
-from softswitch.model import TableInfo
 
 NEEDS_PRIORITY = {"ternary", "range", "optional"}
 

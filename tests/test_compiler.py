@@ -1,4 +1,4 @@
-"""Compiler diagnostics and acceptance: errors in a program raise softswitch.errors.P4Error whose
+"""Compiler diagnostics and acceptance: errors in a program raise p4compiler.errors.P4Error whose
 text starts with file:line:col of the offending construct; valid programs compile."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from softswitch.compiler import compile_file
-from softswitch.errors import P4Error
+from p4compiler.errors import P4Error
+from p4compiler.python_backend import compile_file
 
 HEAD = """#include <core.p4>
 #include <v1model.p4>

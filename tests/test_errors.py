@@ -1,7 +1,7 @@
 """Errors reach the user clearly, through the user-facing entry points, and nothing dies:
 
 * a malformed STF line: `python -m softswitch.stf` exits 2 with `file:line: ...`;
-* a P4 type error, an unsupported construct, a missing file: `python -m softswitch.p4info`
+* a P4 type error, an unsupported construct, a missing file: `python -m p4compiler.p4info`
   exits 2 with `file:line:col: error: ...` (or a one-line message), never a traceback;
 * bad P4Runtime requests (wrong bit width, unknown table id, non-primary write, a device config
   that does not compile): a gRPC status with a reason, and the server keeps serving the pipeline
@@ -23,9 +23,9 @@ import pytest
 from google.rpc import code_pb2, status_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
+from p4compiler.p4info import build_p4info
+from p4compiler.python_backend import compile_file, compile_text
 from softswitch import api
-from softswitch.compiler import compile_file, compile_text
-from softswitch.p4info import build_p4info
 from softswitch.p4runtime_server import P4RuntimeServer
 from softswitch.switch import Switch
 
@@ -158,7 +158,7 @@ def test_p4_errors_exit_2_with_file_line_col(tmp_path, name):
     prog = tmp_path / f"{name}.p4"
     prog.write_text(PROGRAM.format(decls=decls, body=body))
     out = tmp_path / "out.txt"
-    proc = cli("softswitch.p4info", str(prog), "--out", str(out))
+    proc = cli("p4compiler.p4info", str(prog), "--out", str(out))
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr
     (line,) = proc.stderr.strip().splitlines()
@@ -176,7 +176,7 @@ def test_p4_template_compiles():
 
 def test_missing_p4_file(tmp_path):
     out = tmp_path / "out.txt"
-    proc = cli("softswitch.p4info", str(tmp_path / "missing.p4"), "--out", str(out))
+    proc = cli("p4compiler.p4info", str(tmp_path / "missing.p4"), "--out", str(out))
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
     assert f"{tmp_path / 'missing.p4'}" in proc.stderr and "does not exist" in proc.stderr

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from softswitch.errors import P4Error
-from softswitch.frontend import ast as A
-from softswitch.frontend.lexer import tokenize
-from softswitch.frontend.parser import parse_text
+from p4compiler.errors import P4Error
+from p4compiler.frontend import ast as A
+from p4compiler.frontend.lexer import tokenize
+from p4compiler.frontend.parser import parse_text
 
 
 def types_of(src: str) -> list[tuple[str, str]]:

@@ -8,10 +8,9 @@ from pathlib import Path
 import pytest
 from p4.config.v1 import p4info_pb2
 
-from softswitch import p4info as p4i
-from softswitch.compiler import compile_file
-from softswitch.errors import P4Error
-from softswitch.model import (
+from p4compiler import p4info as p4i
+from p4compiler.errors import P4Error
+from p4compiler.model import (
     ActionInfo,
     ActionParam,
     ActionProfileInfo,
@@ -29,6 +28,7 @@ from softswitch.model import (
     TableInfo,
     ValueSetInfo,
 )
+from p4compiler.python_backend import compile_file
 
 P4_FILE = Path(__file__).parent / "p4" / "p4rt_basic.p4"
 
@@ -418,7 +418,7 @@ V1Switch(P(), VC(), I(), E(), CC(), D()) main;
 
 def test_digest_of_a_list_expression():
     """digest<T>(r, {a, b}): the list expression becomes a T (as p4c does), so learn_t is a digest."""
-    from softswitch.compiler import compile_text
+    from p4compiler.python_backend import compile_text
 
     msg = p4i.build_p4info(compile_text(DIGEST_LIST_P4, "digest_list.p4").info)
     (d,) = msg.digests

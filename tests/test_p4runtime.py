@@ -17,9 +17,9 @@ import pytest
 from google.rpc import code_pb2, status_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
+from p4compiler.p4info import build_p4info, p4info_to_text
+from p4compiler.python_backend import compile_file, compile_text
 from softswitch import api
-from softswitch.compiler import compile_file, compile_text
-from softswitch.p4info import build_p4info, p4info_to_text
 from softswitch.p4runtime_server import P4RuntimeServer, bytes_to_int, int_to_bytes
 from softswitch.switch import Switch
 

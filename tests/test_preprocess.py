@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from softswitch.errors import P4Error
-from softswitch.preprocess import BUNDLED_INCLUDE_DIR, preprocess, preprocess_text
+from p4compiler.errors import P4Error
+from p4compiler.preprocess import BUNDLED_INCLUDE_DIR, preprocess, preprocess_text
 
 MARKER = re.compile(r'^# (\d+) "((?:[^"\\]|\\.)*)"$')
 

@@ -221,8 +221,8 @@ for i in range(n):
 def _install_routes(grpc_port: int, hosts, tmp_path: Path) -> None:
     import p4runtime_sh.shell as sh
 
-    from softswitch.compiler import compile_file
-    from softswitch.p4info import build_p4info, p4info_to_text
+    from p4compiler.p4info import build_p4info, p4info_to_text
+    from p4compiler.python_backend import compile_file
 
     p4info = tmp_path / "p4info.txt"
     p4info.write_text(p4info_to_text(build_p4info(compile_file(str(PROGRAM)).info)))

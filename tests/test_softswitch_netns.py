@@ -11,8 +11,8 @@ import grpc
 import pytest
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
-from softswitch.compiler import compile_file
-from softswitch.p4info import build_p4info, p4info_to_text
+from p4compiler.p4info import build_p4info, p4info_to_text
+from p4compiler.python_backend import compile_file
 from topologies.netns import Host, create_routed_host
 from topologies.testbed import SwitchProcess
 

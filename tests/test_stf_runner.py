@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from p4compiler.python_backend import compile_file
 from softswitch.api import CloneSession, Exact, Lpm, Optional_, Range, Replica, Ternary
-from softswitch.compiler import compile_file
 from softswitch.stf import StfError, match_packet, packet_diff, run_stf_on_switch
 from softswitch.switch import Switch
 

@@ -10,9 +10,9 @@ from lark import Lark, Token, Transformer
 from lark.exceptions import UnexpectedInput, UnexpectedToken, VisitError
 from lark.lexer import Lexer
 
-from softswitch.errors import P4Error
-from softswitch.frontend import ast as A
-from softswitch.frontend.lexer import TokenStream, tokenize
+from p4compiler.errors import P4Error
+from p4compiler.frontend import ast as A
+from p4compiler.frontend.lexer import TokenStream, tokenize
 
 GRAMMAR_PATH = Path(__file__).with_name("p4.lark")
 
@@ -61,7 +61,7 @@ def parse_text(text: str, filename: str = "<input>") -> A.Program:
 def parse_file(path: str, include_dirs: Sequence[str] = (),
                defines: Mapping[str, str] | None = None) -> A.Program:
     """Preprocess and parse a P4-16 source file."""
-    from softswitch.preprocess import preprocess
+    from p4compiler.preprocess import preprocess
 
     return parse_text(preprocess(path, include_dirs, defines), path)
 
@@ -70,7 +70,7 @@ def parse_source(
     text: str, filename: str, include_dirs: Sequence[str] = (), defines: Mapping[str, str] | None = None
 ) -> A.Program:
     """Preprocess and parse P4-16 source given as text."""
-    from softswitch.preprocess import preprocess_text
+    from p4compiler.preprocess import preprocess_text
 
     return parse_text(preprocess_text(text, filename, include_dirs, defines), filename)
 

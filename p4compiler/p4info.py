@@ -15,7 +15,7 @@ a p4c-generated P4Info works unchanged against the software switch:
 * controller packet metadata are named after their `@controller_header("...")` argument,
   but their id hashes the header *type* name, as in p4c.
 
-CLI: ``python -m softswitch.p4info PROGRAM.p4 --out FILE [--format text|binary|json]``.
+CLI: ``python -m p4compiler.p4info PROGRAM.p4 --out FILE [--format text|binary|json]``.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from collections.abc import Iterable, Sequence
 from google.protobuf import json_format, text_format
 from p4.config.v1 import p4info_pb2, p4types_pb2
 
-from softswitch.errors import P4Error
-from softswitch.model import ActionRef, MatchField, ProgramInfo
+from p4compiler.errors import P4Error
+from p4compiler.model import ActionRef, MatchField, ProgramInfo
 
 # 8-bit resource type prefixes, p4info.proto's P4Ids.Prefix.
 ACTION = p4info_pb2.P4Ids.ACTION
@@ -390,7 +390,7 @@ def serialize(p4info: p4info_pb2.P4Info, fmt: str) -> bytes:
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
-        prog="python -m softswitch.p4info", description="Write the P4Info of a P4-16 v1model program."
+        prog="python -m p4compiler.p4info", description="Write the P4Info of a P4-16 v1model program."
     )
     ap.add_argument("program", help="P4-16 source file")
     ap.add_argument("--out", required=True, help="output file ('-' for stdout)")
@@ -402,7 +402,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     try:  # imported late: the CLI needs the compiler, the library does not
-        from softswitch.compiler import compile_file
+        from p4compiler.python_backend import compile_file
     except ImportError as e:
         print(f"error: the P4 compiler is not available: {e}", file=sys.stderr)
         return 2

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 from lark import Token
 
-from softswitch.errors import P4Error
-from softswitch.frontend.ast import Loc
+from p4compiler.errors import P4Error
+from p4compiler.frontend.ast import Loc
 
 KEYWORDS = {
     "abstract": "ABSTRACT", "action": "ACTION", "actions": "ACTIONS", "apply": "APPLY",

@@ -13,8 +13,10 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
-from softswitch.compiler import types as T
-from softswitch.compiler.scope import (
+from p4compiler.errors import P4Error
+from p4compiler.frontend import ast as A
+from p4compiler.python_backend import types as T
+from p4compiler.python_backend.scope import (
     ActionBind,
     Const,
     ExternFuncBind,
@@ -24,8 +26,6 @@ from softswitch.compiler.scope import (
     TypeBind,
     Var,
 )
-from softswitch.errors import P4Error
-from softswitch.frontend import ast as A
 
 
 class CompileError(P4Error):
@@ -777,7 +777,7 @@ class Compiler:
         raise err("constructor calls are only allowed in instantiations", e)
 
     def x_Call(self, e: A.Call, scope: Scope, em: Emitter, want) -> V:
-        from softswitch.compiler.calls import compile_call
+        from p4compiler.python_backend.calls import compile_call
 
         return compile_call(self, e, scope, em, want)
 

@@ -1,8 +1,12 @@
-"""Compile a P4-16 v1model program into Python code the software switch runs per packet.
+"""The Python back end: compile a P4-16 v1model program into Python code the software switch runs per packet.
+
+Today this package is also the front end's type checker (it checks as it generates); the
+native back end (p4compiler.ir / p4compiler.c_backend) lowers from the same AST and reuses its
+type resolution.
 
     program = compile_file("prog.p4")
     program.info          # ProgramInfo: tables, actions, registers, ... (control-plane view)
-    program.instantiate(rt)  # build the pipeline functions over a runtime's stateful objects
+    # the software switch (softswitch.runtime.instantiate) runs program.code against its runtime
 """
 
 from __future__ import annotations
@@ -10,13 +14,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from softswitch import model as M
-from softswitch.compiler import types as T
-from softswitch.compiler.blocks import compile_block
-from softswitch.compiler.codegen import Compiler, ExternSpec, TableSpec, err
-from softswitch.errors import P4Error
-from softswitch.frontend import ast as A
-from softswitch.frontend.parser import parse_file, parse_source  # noqa: F401 (re-exported)
+from p4compiler import model as M
+from p4compiler.errors import P4Error
+from p4compiler.frontend import ast as A
+from p4compiler.frontend.parser import parse_file, parse_source  # noqa: F401 (re-exported)
+from p4compiler.python_backend import types as T
+from p4compiler.python_backend.blocks import compile_block
+from p4compiler.python_backend.codegen import Compiler, ExternSpec, TableSpec, err
 
 __all__ = ["CompiledProgram", "compile_file", "compile_text", "compile_program", "P4Error"]
 
@@ -26,7 +30,7 @@ V1SWITCH_BLOCKS = ("parser", "verify_checksum", "ingress", "egress", "compute_ch
 @dataclass
 class CompiledProgram:
     info: M.ProgramInfo
-    source: str  # the generated Python source (for debugging: `python -m softswitch.compiler`)
+    source: str  # the generated Python source (for debugging: `python -m p4compiler.python_backend`)
     code: Any  # compiled code object of `source`
     tables: list[TableSpec]
     externs: list[ExternSpec]
@@ -40,21 +44,13 @@ class CompiledProgram:
     filename: str = ""
     controller_headers: dict[str, T.StructLikeT] = field(default_factory=dict)
 
-    def instantiate(self, rt: Any) -> dict[str, Any]:
-        """Run the generated module against a runtime; returns the pipeline's functions."""
-        from softswitch import runtime
-
-        g = runtime.generated_globals(self)
-        exec(self.code, g)
-        return g["__build"](rt)
-
 
 def compile_file(path: str, include_dirs: Sequence[str] = (), defines: Mapping[str, str] | None = None
                  ) -> CompiledProgram:
     """Preprocess, parse and compile a P4-16 file for the v1model architecture."""
     import os
 
-    from softswitch.preprocess import preprocess
+    from p4compiler.preprocess import preprocess
 
     if not os.path.exists(path):
         raise P4Error(f"P4 program {path} does not exist")
@@ -67,7 +63,7 @@ def compile_file(path: str, include_dirs: Sequence[str] = (), defines: Mapping[s
 
 
 def parse_source_preprocessed(text: str, filename: str) -> A.Program:
-    from softswitch.frontend.parser import parse_text
+    from p4compiler.frontend.parser import parse_text
 
     return parse_text(text, filename)
 

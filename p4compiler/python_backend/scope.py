@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from softswitch.compiler.types import Type
+from p4compiler.python_backend.types import Type
 
 
 @dataclass

@@ -5,10 +5,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from softswitch.compiler import types as T
-from softswitch.compiler.codegen import Compiler, Emitter, V, err
-from softswitch.compiler.scope import ActionBind, BlockInst, ExternFuncBind, ExternInst, FuncBind, Scope, Var
-from softswitch.frontend import ast as A
+from p4compiler.frontend import ast as A
+from p4compiler.python_backend import types as T
+from p4compiler.python_backend.codegen import Compiler, Emitter, V, err
+from p4compiler.python_backend.scope import (
+    ActionBind,
+    BlockInst,
+    ExternFuncBind,
+    ExternInst,
+    FuncBind,
+    Scope,
+    Var,
+)
 
 TABLE_RESULT = T.ExternT("__table_result")
 
@@ -160,7 +168,7 @@ def bind_args(cp: Compiler, params: list[A.Param], args: list[A.Expr | None], ps
 def finish_call(cp: Compiler, code: str, outs: list, ret_type: T.Type, scope: Scope, em: Emitter) -> V:
     if not outs:
         return V(code, ret_type)
-    from softswitch.compiler.stmts import assign_code
+    from p4compiler.python_backend.stmts import assign_code
 
     tmp = cp.uid("_r")
     em("try:")
@@ -177,7 +185,7 @@ def finish_call(cp: Compiler, code: str, outs: list, ret_type: T.Type, scope: Sc
 
 
 def call_action(cp: Compiler, b: ActionBind, e: A.Call, scope: Scope, em: Emitter) -> V:
-    from softswitch.compiler.blocks import ensure_action
+    from p4compiler.python_backend.blocks import ensure_action
 
     fn = ensure_action(cp, b)
     args = ordered_args(e, b.decl.params, f"action {b.decl.name}")
@@ -186,7 +194,7 @@ def call_action(cp: Compiler, b: ActionBind, e: A.Call, scope: Scope, em: Emitte
 
 
 def call_function(cp: Compiler, b: FuncBind, e: A.Call, scope: Scope, em: Emitter) -> V:
-    from softswitch.compiler.blocks import ensure_function
+    from p4compiler.python_backend.blocks import ensure_function
 
     fn = ensure_function(cp, b)
     proto = b.decl.proto
@@ -226,7 +234,7 @@ def call_block(cp: Compiler, b: BlockInst, e: A.Call, scope: Scope, em: Emitter)
 
 # ---------------------------------------------------------------------------- packets
 def packet_in_method(cp: Compiler, pkt: V, method: str, e: A.Call, scope: Scope, em: Emitter) -> V:
-    from softswitch.compiler.blocks import extract_fn, lookahead_fn
+    from p4compiler.python_backend.blocks import extract_fn, lookahead_fn
 
     P = pkt.code
     if method == "extract":
@@ -293,7 +301,7 @@ def packet_out_method(cp: Compiler, pkt: V, method: str, e: A.Call, scope: Scope
 
 
 def emit_value(cp: Compiler, out: str, code: str, t: T.Type, em: Emitter, node: Any) -> None:
-    from softswitch.compiler.blocks import emit_fn
+    from p4compiler.python_backend.blocks import emit_fn
 
     if isinstance(t, T.StructLikeT):
         if t.is_header:
@@ -398,7 +406,7 @@ def lvalue_paths(cp: Compiler, e: A.Expr | None, scope: Scope) -> list[tuple[str
 
 # ---------------------------------------------------------------------------- externs
 def _lv_assign(cp: Compiler, lv: A.Expr, code: str, t: T.Type, scope: Scope, em: Emitter) -> None:
-    from softswitch.compiler.stmts import assign_code
+    from p4compiler.python_backend.stmts import assign_code
 
     assign_code(cp, lv, V(code, t), scope, em)
 

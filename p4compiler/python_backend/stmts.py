@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from softswitch.compiler import types as T
-from softswitch.compiler.codegen import Compiler, Emitter, V, err
-from softswitch.compiler.scope import ActionBind, Const, Scope, Var
-from softswitch.frontend import ast as A
+from p4compiler.frontend import ast as A
+from p4compiler.python_backend import types as T
+from p4compiler.python_backend.codegen import Compiler, Emitter, V, err
+from p4compiler.python_backend.scope import ActionBind, Const, Scope, Var
 
 
 @dataclass

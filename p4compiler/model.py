@@ -1,6 +1,6 @@
 """Control-plane view of a compiled P4 program.
 
-The compiler (softswitch.compiler) fills these records from the P4 source; the P4Info
+The compiler (p4compiler.python_backend) fills these records from the P4 source; the P4Info
 generator, the P4Runtime server and the STF runner read them. Names are final: fully
 qualified the way p4c writes them into P4Info ("MyIngress.ipv4_lpm", "NoAction",
 "hdr.ipv4.dstAddr" for key fields), with @name annotations already applied.
@@ -9,6 +9,7 @@ qualified the way p4c writes them into P4Info ("MyIngress.ipv4_lpm", "NoAction",
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Union
 
 
 @dataclass
@@ -187,3 +188,37 @@ class ProgramInfo:
             if a.name == name:
                 return a
         raise KeyError(f"no action named {name!r}")
+
+
+# --- match values, one per key field ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Exact:
+    value: int
+
+
+@dataclass(frozen=True)
+class Lpm:
+    value: int
+    prefix_len: int
+
+
+@dataclass(frozen=True)
+class Ternary:
+    value: int
+    mask: int
+
+
+@dataclass(frozen=True)
+class Range:
+    low: int
+    high: int
+
+
+@dataclass(frozen=True)
+class Optional_:
+    value: int
+
+
+Match = Union[Exact, Lpm, Ternary, Range, Optional_]

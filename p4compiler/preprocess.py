@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from softswitch.errors import P4Error
+from p4compiler.errors import P4Error
 
 __all__ = ["preprocess", "preprocess_text", "BUNDLED_INCLUDE_DIR", "PREDEFINED"]
 

@@ -7,11 +7,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from softswitch import model as M
-from softswitch.compiler import types as T
-from softswitch.compiler.calls import ordered_args
-from softswitch.compiler.codegen import Compiler, Emitter, TableSpec, V, err, fit
-from softswitch.compiler.scope import (
+from p4compiler import model as M
+from p4compiler.frontend import ast as A
+from p4compiler.model import Exact, Lpm, Optional_, Range, Ternary
+from p4compiler.python_backend import types as T
+from p4compiler.python_backend.calls import ordered_args
+from p4compiler.python_backend.codegen import Compiler, Emitter, TableSpec, V, err, fit
+from p4compiler.python_backend.scope import (
     ActionBind,
     BlockInst,
     Const,
@@ -23,8 +25,7 @@ from softswitch.compiler.scope import (
     ValueSetBind,
     Var,
 )
-from softswitch.compiler.stmts import FnContext, stmt
-from softswitch.frontend import ast as A
+from p4compiler.python_backend.stmts import FnContext, stmt
 
 
 def emit_function(cp: Compiler, lines: list[str]) -> None:
@@ -293,7 +294,7 @@ def extern_instance(cp: Compiler, d: A.Instance, scope: Scope, prefix: str) -> N
         spec_args = {"args": consts}
     else:
         raise err(f"extern {kind} is not supported by this switch", d)
-    from softswitch.compiler.codegen import ExternSpec
+    from p4compiler.python_backend.codegen import ExternSpec
 
     cp.externs.append(ExternSpec(kind, p4name, code, spec_args))
     cp.em(f"{code} = RT.extern({kind!r}, {p4name!r}, {spec_args!r})")
@@ -603,7 +604,7 @@ def finish_table(cp: Compiler, d: A.TableDecl, scope: Scope, p4name: str, code: 
             cpn = [f"cp_{i}" for i in range(len(cp_params))]
             wem(f"def {wrapper}(c{''.join(', ' + n for n in cpn)}):")
             with wem.indent():
-                from softswitch.compiler.calls import bind_args
+                from p4compiler.python_backend.calls import bind_args
 
                 call = A.Call(A.NameExpr(r.name), [], list(r.args), loc=r.loc)
                 codes_, outs = bind_args(cp, dir_params, [a.value for a in call.args], b.scope, scope, wem,
@@ -612,7 +613,7 @@ def finish_table(cp: Compiler, d: A.TableDecl, scope: Scope, p4name: str, code: 
                 it_dir = iter(codes_)
                 it_cp = iter(cpn)
                 ordered = [next(it_dir) if p.direction != "" else next(it_cp) for p in b.decl.params]
-                from softswitch.compiler.calls import finish_call
+                from p4compiler.python_backend.calls import finish_call
 
                 res = finish_call(cp, f"{fn}(c, {', '.join(ordered)})", outs, T.VOID, scope, wem)
                 if res.code not in ("None", "") and not outs:
@@ -779,8 +780,6 @@ def _action_call(cp: Compiler, e: Any, scope: Scope, table: Any) -> tuple[str, l
 def _entry_match(cp: Compiler, x: A.Expr, kind: str, w: int, scope: Scope) -> Any:
     """A const entry's key value as (kind, a, b): exact (v), ternary (v, mask), lpm (v, plen),
     range (lo, hi), optional (v) or None for a wildcard."""
-    from softswitch import api
-
     mask = (1 << w) - 1
     kt = T.BitT(w)
     if isinstance(x, (A.DefaultExpr, A.DontCare)):
@@ -794,16 +793,16 @@ def _entry_match(cp: Compiler, x: A.Expr, kind: str, w: int, scope: Scope) -> An
             plen = bin(m).count("1")
             if m != (mask ^ ((1 << (w - plen)) - 1)):
                 raise err("lpm entry mask must be a prefix", x)
-            return api.Lpm(v & m, plen)
+            return Lpm(v & m, plen)
         if kind in ("ternary", "optional"):
-            return api.Ternary(v & m, m)
+            return Ternary(v & m, m)
         raise err(f"&&& is not allowed for {kind} keys", x)
     if isinstance(x, A.RangeExpr):
         lo = _const_of(cp, cp.value(x.lo, scope, Emitter(), want=kt), kt, x)
         hi = _const_of(cp, cp.value(x.hi, scope, Emitter(), want=kt), kt, x)
         if kind != "range":
             raise err(f".. is not allowed for {kind} keys", x)
-        return api.Range(lo, hi)
+        return Range(lo, hi)
     v = cp.value(x, scope, Emitter(), want=kt)
     if isinstance(v.const, bool):
         val = int(v.const)
@@ -815,14 +814,14 @@ def _entry_match(cp: Compiler, x: A.Expr, kind: str, w: int, scope: Scope) -> An
             raise err("plain enum values cannot be table keys", x)
     val &= mask
     if kind == "exact":
-        return api.Exact(val)
+        return Exact(val)
     if kind == "lpm":
-        return api.Lpm(val, w)
+        return Lpm(val, w)
     if kind == "ternary":
-        return api.Ternary(val, mask)
+        return Ternary(val, mask)
     if kind == "range":
-        return api.Range(val, val)
+        return Range(val, val)
     if kind == "optional":
-        return api.Optional_(val)
+        return Optional_(val)
     raise err(f"match kind {kind} is not supported", x)
 

@@ -1,0 +1,15 @@
+"""innet-drl's P4-16 compiler, a tool apart from the software target (as p4c is apart from bmv2).
+
+    preprocess.py   #include / #define / #if
+    frontend/       lexer, LALR grammar (lark), syntax tree
+    python_backend/ type checking and the Python emitter (the executable reference)
+    p4info.py       P4Info with p4c's names and ids
+    model.py        the control-plane view of a program (tables, actions, externs, ...)
+
+`softswitch/` (the target) and `control_plane/` both use it.
+"""
+
+from p4compiler.errors import P4Error
+from p4compiler.python_backend import CompiledProgram, compile_file, compile_text
+
+__all__ = ["P4Error", "CompiledProgram", "compile_file", "compile_text"]
