@@ -94,6 +94,11 @@ typedef struct ss_program {
     ss_preserve_fn preserve;  /* copy the user metadata of @field_list(id) from -> to */
     uint32_t n_tables, n_registers, n_counters, n_meters, n_direct_meters, n_digests, n_errors;
     const char *const *error_names;  /* n_errors names; index 0 is "NoError" */
+    /* Added (runtime core): copy the headers (validity, stacks' next index included) from -> to,
+     * leaving the metadata and standard_metadata of `to` alone.  An E2E clone keeps the
+     * original's headers with fresh metadata (bmv2, softswitch/switch.py).  NULL: the runtime
+     * copies the whole state instead (the clone then keeps the original's metadata too). */
+    void (*copy_headers)(const void *from, void *to);
 } ss_program;
 
 /* The generated code defines exactly this symbol. */
@@ -173,6 +178,12 @@ int ss_define_counter(struct ss_switch *sw, uint32_t counter, uint64_t size, int
 int ss_define_meter(struct ss_switch *sw, uint32_t meter, uint64_t size, int bytes);
 int ss_define_direct_meter(struct ss_switch *sw, uint32_t dmeter, int bytes);
 int ss_define_value_set(struct ss_switch *sw, uint32_t vs, uint32_t n_keys, uint32_t size);
+/* Added (runtime core), optional: the number of parameters of an action.  When an action is
+ * defined, ss_table_add/modify/set_default refuse another n_args for it (SS_EINVAL); when it is
+ * not, its argument arrays are padded with zeros to at least SS_MIN_ARGS values, so generated
+ * code never reads past them. */
+#define SS_MIN_ARGS 16u
+int ss_define_action(struct ss_switch *sw, uint32_t action, uint32_t n_params);
 
 /* entries: per key field value + (mask | prefix length | range high); priority (higher wins
  * when largest_priority_wins, ternary/range/optional only); action number and its args.
