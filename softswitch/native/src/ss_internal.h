@@ -43,3 +43,4 @@ int ss__error(struct ss_switch *sw, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 #endif /* SS_INTERNAL_H */
+
