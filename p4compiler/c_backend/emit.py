@@ -1,0 +1,808 @@
+"""IR -> one C translation unit against softswitch/native/include/ss_runtime.h.
+
+Values of at most 64 bits are uint64_t reduced to their width (int<W> as masked two's
+complement bits, sign-extended only where an operation needs it); bool is 0/1. Headers are C
+structs with a `valid` byte and `f_<name>` fields; header stacks carry `e[N]` and `nxt`.
+Everything is straight-line: extract/emit use constant byte offsets, controls are one C function
+each with sub-controls, actions and functions inlined, table actions a `switch` on the action
+number returned by ss_table_apply.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from p4compiler import ir
+from p4compiler.lower import NativeUnsupported
+
+PRELUDE = r"""
+#include <stdint.h>
+#include <string.h>
+#include "ss_runtime.h"
+
+/* sign-extend the low w bits of v (w in 1..64) */
+static inline int64_t ss__sx(uint64_t v, unsigned w) {
+    return w >= 64 ? (int64_t)v : (int64_t)(v << (64 - w)) >> (64 - w);
+}
+static inline uint64_t ss__mask(unsigned w) { return w >= 64 ? ~UINT64_C(0) : (UINT64_C(1) << w) - 1; }
+/* big-endian load/store of n <= 8 bytes, byte by byte (no unaligned access) */
+static inline uint64_t ss__ld(const uint8_t *p, unsigned n) {
+    uint64_t v = 0;
+    for (unsigned i = 0; i < n; i++) v = (v << 8) | p[i];
+    return v;
+}
+static inline void ss__st(uint8_t *p, unsigned n, uint64_t v) {
+    for (unsigned i = n; i-- > 0;) { p[i] = (uint8_t)v; v >>= 8; }
+}
+/* w <= 64 bits at bit offset `bit` of p, MSB first */
+static inline uint64_t ss__getbits(const uint8_t *p, uint64_t bit, unsigned w) {
+    p += bit >> 3;
+    unsigned sh = (unsigned)(bit & 7), span = (sh + w + 7) >> 3;
+    if (span <= 8) return (ss__ld(p, span) >> (span * 8 - sh - w)) & ss__mask(w);
+    return ((ss__ld(p, 8) << sh) | (uint64_t)(p[8] >> (8 - sh))) >> (64 - w);
+}
+static inline void ss__putbits(uint8_t *p, uint64_t bit, unsigned w, uint64_t v) {
+    for (unsigned i = 0; i < w;) {
+        uint64_t b = bit + i;
+        unsigned sh = (unsigned)(b & 7), take = 8 - sh;
+        if (take > w - i) take = w - i;
+        unsigned down = w - i - take, pos = 8 - sh - take;
+        unsigned chunk = (unsigned)((v >> down) & ((1u << take) - 1));
+        unsigned m = ((1u << take) - 1) << pos;
+        p[b >> 3] = (uint8_t)((p[b >> 3] & ~m) | (chunk << pos));
+        i += take;
+    }
+}
+static inline uint64_t ss__shl(uint64_t a, uint64_t n, unsigned w) {
+    return n >= w ? 0 : (a << n) & ss__mask(w);
+}
+static inline uint64_t ss__shr_s(uint64_t a, uint64_t n, unsigned w) {
+    int64_t x = ss__sx(a, w);
+    if (n >= w) return x < 0 ? ss__mask(w) : 0;
+    return (uint64_t)(x >> n) & ss__mask(w);
+}
+static inline uint64_t ss__addsat_u(uint64_t a, uint64_t b, unsigned w) {
+    uint64_t s = a + b;
+    if (w >= 64) return s < a ? ~UINT64_C(0) : s;
+    return s > ss__mask(w) ? ss__mask(w) : s;
+}
+static inline uint64_t ss__subsat_u(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
+static inline uint64_t ss__sat_s(int64_t x, int overflow, int neg, unsigned w) {
+    int64_t hi = (int64_t)(ss__mask(w) >> 1), lo = -hi - 1;
+    if (overflow) return (uint64_t)(neg ? lo : hi) & ss__mask(w);
+    if (x > hi) x = hi;
+    if (x < lo) x = lo;
+    return (uint64_t)x & ss__mask(w);
+}
+static inline uint64_t ss__addsat_s(uint64_t a, uint64_t b, unsigned w) {
+    int64_t x = ss__sx(a, w), y = ss__sx(b, w), r;
+    int o = __builtin_add_overflow(x, y, &r);
+    return ss__sat_s(r, o, x < 0, w);
+}
+static inline uint64_t ss__subsat_s(uint64_t a, uint64_t b, unsigned w) {
+    int64_t x = ss__sx(a, w), y = ss__sx(b, w), r;
+    int o = __builtin_sub_overflow(x, y, &r);
+    return ss__sat_s(r, o, x < 0, w);
+}
+"""
+
+STD_META = ("ingress_port", "egress_spec", "egress_port", "instance_type", "packet_length",
+            "enq_timestamp", "enq_qdepth", "deq_timedelta", "deq_qdepth", "ingress_global_timestamp",
+            "egress_global_timestamp", "mcast_grp", "egress_rid", "checksum_error", "parser_error", "priority")
+
+
+def _u(v: int) -> str:
+    return f"UINT64_C({v:#x})"
+
+
+def _mask(w: int) -> int:
+    return (1 << w) - 1
+
+
+def _cstr(s: str) -> str:
+    out = []
+    for ch in s:
+        if ch in "\\\"":
+            out.append("\\" + ch)
+        elif 32 <= ord(ch) < 127:
+            out.append(ch)
+        else:
+            out.append(f"\\{ord(ch) & 0xff:03o}")
+    return '"' + "".join(out) + '"'
+
+
+def ctype(t: ir.Type) -> str:
+    if isinstance(t, (ir.Bits, ir.Bool)):
+        return "uint64_t"
+    if isinstance(t, (ir.Header, ir.Struct, ir.Union_, ir.Stack)):
+        return t.name
+    raise NativeUnsupported(f"the native backend does not support values of type {t} yet")
+
+
+class _Fn:
+    """Per C function: locals to declare at the top, labels in use, temporaries."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.locals: dict[str, ir.Type] = {}
+        self.used_labels: set[str] = set()
+        self.n = 0
+
+    def tmp(self, prefix: str) -> str:
+        self.n += 1
+        return f"{prefix}{self.n}_"
+
+
+class CEmitter:
+    def __init__(self, prog: ir.Program) -> None:
+        self.p = prog
+        self.lines: list[str] = []
+        self.fn = _Fn("")
+        self.in_parser = False
+        self.zero_objs: set[str] = set()
+        self.err = {n: i for i, n in enumerate(prog.errors)}
+
+    # ------------------------------------------------------------------ entry
+    def run(self) -> str:
+        out = [PRELUDE]
+        out.extend(self.type_decls())
+        hdr, meta = self.p.headers_type.name, self.p.meta_type.name
+        out.append(f"typedef struct ss_state {{\n    ss_std_meta sm;\n    {hdr} hdr;\n    {meta} meta;\n}} ss_state;\n")
+        body: list[str] = []
+        body.extend(self.parser_fn())
+        roles = ("verify_checksum", "ingress", "egress", "compute_checksum", "deparser")
+        for role in roles:
+            body.extend(self.control_fn(role, self.p.controls[role]))
+        body.extend(self.preserve_fn())
+        for t in sorted(self.zero_objs):
+            out.append(f"static const {t} ss__zero_{t};")
+            out.append(f"static {t} ss__sink_{t};")
+        out.extend(body)
+        out.append("static void ss_init(void *vs) { memset(vs, 0, sizeof(ss_state)); }")
+        names = ", ".join(_cstr(e) for e in self.p.errors)
+        out.append(f"static const char *const ss_error_names[] = {{{names}}};")
+        out.append("const ss_program ss_program_desc = {")
+        out.append("    .abi = SS_ABI_VERSION, .state_size = sizeof(ss_state), .init = ss_init,")
+        out.append("    .parser = ss_parser, .verify_checksum = ss_verify_checksum, .ingress = ss_ingress,")
+        out.append("    .egress = ss_egress, .compute_checksum = ss_compute_checksum, .deparser = ss_deparser,")
+        out.append("    .preserve = ss_preserve,")
+        p = self.p
+        out.append(f"    .n_tables = {len(p.tables)}, .n_registers = {len(p.registers)}, "
+                   f".n_counters = {len(p.counters)}, .n_meters = {len(p.meters)},")
+        out.append(f"    .n_direct_meters = {len(p.direct_meters)}, .n_digests = {len(p.digests)}, "
+                   f".n_errors = {len(p.errors)}, .error_names = ss_error_names,")
+        out.append("};")
+        return "\n".join(out) + "\n"
+
+    def type_decls(self) -> list[str]:
+        out = []
+        for t in self.p.types:
+            if isinstance(t, ir.Header):
+                fields = ["    uint8_t valid;"]
+                for n, ft in t.fields:
+                    if isinstance(ft, ir.Varbit):
+                        fields.append(f"    uint8_t f_{n}[{(ft.max_width + 7) // 8 or 1}];")
+                        fields.append(f"    uint32_t f_{n}_bits;")
+                    else:
+                        fields.append(f"    uint64_t f_{n};")
+            elif isinstance(t, (ir.Struct, ir.Union_)):
+                fields = [f"    {ctype(ft)} f_{n};" for n, ft in t.fields] or ["    uint8_t unused_;"]
+            elif isinstance(t, ir.Stack):
+                fields = [f"    {t.element.name} e[{t.size}];", "    uint32_t nxt;"]
+            else:
+                continue
+            out.append(f"typedef struct {t.name} {{\n" + "\n".join(fields) + f"\n}} {t.name};")
+        return out
+
+    # ------------------------------------------------------------------ emission helpers
+    def line(self, s: str, lvl: int) -> None:
+        self.lines.append("    " * lvl + s)
+
+    def begin(self, name: str) -> None:
+        self.fn = _Fn(name)
+        self.lines = []
+
+    def finish(self, sig: str, tail: list[str]) -> list[str]:
+        decls = ["    ss_state *s = (ss_state *)vs;", "    (void)s; (void)c;"]
+        for n, t in self.fn.locals.items():
+            decls.append(f"    {ctype(t)} {n}; memset(&{n}, 0, sizeof {n}); (void){n};")
+        return [sig + " {"] + decls + self.lines + tail + ["}", ""]
+
+    # ------------------------------------------------------------------ expressions
+    def x(self, e: ir.Expr) -> str:
+        m = getattr(self, "x_" + type(e).__name__)
+        return m(e)
+
+    def lv(self, e: ir.Expr) -> str:
+        """An lvalue: like x, but an out-of-range stack element is a write sink."""
+        if isinstance(e, ir.Index):
+            return self.index(e, write=True)
+        if isinstance(e, ir.Member):
+            if isinstance(e.base, ir.Var) and e.base.name == "sm":
+                return f"s->sm.{e.field}"
+            return f"{self.lv(e.base)}.f_{e.field}"
+        return self.x(e)
+
+    def x_Const(self, e: ir.Const) -> str:
+        if isinstance(e.type, ir.Bool):
+            return "1" if e.value else "0"
+        return _u(e.value)
+
+    def x_Var(self, e: ir.Var) -> str:
+        if e.name in ("sm", "hdr", "meta"):
+            return f"s->{e.name}"
+        if e.name not in self.fn.locals:
+            self.fn.locals[e.name] = e.type
+        return e.name
+
+    def x_Member(self, e: ir.Member) -> str:
+        if isinstance(e.base, ir.Var) and e.base.name == "sm":
+            return f"s->sm.{e.field}"
+        if isinstance(e.type, ir.Varbit):
+            raise NativeUnsupported("the native backend does not support varbit values in expressions yet")
+        return f"{self.x(e.base)}.f_{e.field}"
+
+    def index(self, e: ir.Index, write: bool) -> str:
+        base = self.lv(e.base) if write else self.x(e.base)
+        st = e.base.type
+        assert isinstance(st, ir.Stack)
+        if isinstance(e.index, ir.Const):
+            if e.index.value >= st.size:
+                self.zero_objs.add(st.element.name)
+                return f"ss__{'sink' if write else 'zero'}_{st.element.name}"
+            return f"{base}.e[{e.index.value}]"
+        self.zero_objs.add(st.element.name)
+        i = self.x(e.index)
+        other = f"&ss__sink_{st.element.name}" if write else f"&ss__zero_{st.element.name}"
+        return f"(*((uint64_t)({i}) < {st.size} ? &{base}.e[{i}] : {other}))"
+
+    def x_Index(self, e: ir.Index) -> str:
+        return self.index(e, write=False)
+
+    def x_StackNext(self, e: ir.StackNext) -> str:
+        return f"((uint64_t){self.x(e.base)}.nxt)"
+
+    def x_Unary(self, e: ir.Unary) -> str:
+        a = self.x(e.expr)
+        if e.op == "lnot":
+            return f"(!{a})"
+        w = e.type.width  # type: ignore[attr-defined]
+        if e.op == "neg":
+            return f"((UINT64_C(0) - {a}) & {_u(_mask(w))})"
+        return f"(~{a} & {_u(_mask(w))})"
+
+    def x_BinOp(self, e: ir.BinOp) -> str:
+        op = e.op
+        a, b = self.x(e.left), self.x(e.right)
+        if op == "land":
+            return f"({a} && {b})"
+        if op == "lor":
+            return f"({a} || {b})"
+        if op in ("eq", "ne", "lt", "le", "gt", "ge"):
+            c = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}[op]
+            lt = e.left.type
+            if isinstance(lt, ir.Bits) and lt.signed and op not in ("eq", "ne"):
+                return f"(ss__sx({a}, {lt.width}) {c} ss__sx({b}, {lt.width}))"
+            return f"({a} {c} {b})"
+        t = e.type
+        assert isinstance(t, ir.Bits), e
+        w, m = t.width, _u(_mask(t.width))
+        if op in ("add", "sub", "mul"):
+            c = {"add": "+", "sub": "-", "mul": "*"}[op]
+            return f"(({a} {c} {b}) & {m})" if w < 64 else f"({a} {c} {b})"
+        if op in ("and", "or", "xor"):
+            c = {"and": "&", "or": "|", "xor": "^"}[op]
+            return f"({a} {c} {b})"
+        if op in ("div", "mod"):
+            c = "/" if op == "div" else "%"
+            return f"({b} ? {a} {c} {b} : 0)"
+        if op == "shl":
+            if isinstance(e.right, ir.Const):
+                n = e.right.value
+                return "UINT64_C(0)" if n >= w else f"(({a} << {n}) & {m})"
+            return f"ss__shl({a}, {b}, {w})"
+        if op == "shr":
+            if t.signed:
+                return f"ss__shr_s({a}, {b}, {w})"
+            if isinstance(e.right, ir.Const):
+                n = e.right.value
+                return "UINT64_C(0)" if n >= w else f"({a} >> {n})"
+            return f"({b} >= {w} ? UINT64_C(0) : {a} >> {b})"
+        if op == "addsat":
+            return f"ss__addsat_{'s' if t.signed else 'u'}({a}, {b}, {w})"
+        if op == "subsat":
+            return f"ss__subsat_s({a}, {b}, {w})" if t.signed else f"ss__subsat_u({a}, {b})"
+        raise NativeUnsupported(f"the native backend does not support the operator {op} yet")
+
+    def x_Concat(self, e: ir.Concat) -> str:
+        rw = e.right.type.width  # type: ignore[attr-defined]
+        return f"(({self.x(e.left)} << {rw}) | {self.x(e.right)})"
+
+    def x_Slice(self, e: ir.Slice) -> str:
+        m = _u(_mask(e.hi - e.lo + 1))
+        return f"(({self.x(e.expr)} >> {e.lo}) & {m})" if e.lo else f"({self.x(e.expr)} & {m})"
+
+    def x_Cast(self, e: ir.Cast) -> str:
+        a = self.x(e.expr)
+        s, t = e.expr.type, e.type
+        if isinstance(t, ir.Bool):
+            return f"({a} != 0)" if isinstance(s, ir.Bits) else a
+        assert isinstance(t, ir.Bits)
+        if isinstance(s, ir.Bool):
+            return f"((uint64_t)({a}))"
+        assert isinstance(s, ir.Bits)
+        if s.signed and t.width > s.width:
+            return f"((uint64_t)ss__sx({a}, {s.width}) & {_u(_mask(t.width))})"
+        if t.width < s.width:
+            return f"({a} & {_u(_mask(t.width))})"
+        return a
+
+    def x_Mux(self, e: ir.Mux) -> str:
+        return f"({self.x(e.cond)} ? {self.x(e.then)} : {self.x(e.other)})"
+
+    def x_IsValid(self, e: ir.IsValid) -> str:
+        b = self.x(e.expr)
+        t = e.expr.type
+        if isinstance(t, ir.Union_):
+            return "(" + " || ".join(f"{b}.f_{n}.valid" for n, _ in t.fields) + ")" if t.fields else "0"
+        return f"({b}.valid)"
+
+    def x_Lookahead(self, e: ir.Lookahead) -> str:
+        nb = (e.width + 7) // 8
+        return f"(ss__ld(c->data + c->off, {nb}) >> {nb * 8 - e.width})"
+
+    def x_PacketLength(self, e: ir.PacketLength) -> str:
+        return "((uint64_t)c->len)"
+
+    # ------------------------------------------------------------------ statements
+    def block(self, ss: list[ir.Stmt], lvl: int) -> None:
+        for s in ss:
+            self.s(s, lvl)
+
+    def s(self, st: ir.Stmt, lvl: int) -> None:
+        if self.in_parser:
+            self.lookahead_checks(st, lvl)
+        getattr(self, "s_" + type(st).__name__)(st, lvl)
+
+    def lookahead_checks(self, st: Any, lvl: int) -> None:
+        """Bounds checks for the lookaheads a parser statement reads (before it runs)."""
+        widths: list[int] = []
+
+        def walk(o: Any) -> None:
+            if isinstance(o, ir.Lookahead):
+                widths.append(o.width)
+            elif isinstance(o, ir.Expr):
+                for v in vars(o).values():
+                    walk(v)
+            elif isinstance(o, list):
+                for v in o:
+                    walk(v)
+            elif isinstance(o, ir.FieldListItem):
+                walk(o.expr)
+
+        if isinstance(st, (ir.If, ir.Switch, ir.Labeled)):
+            walk(getattr(st, "cond", getattr(st, "expr", None)))
+        else:
+            for v in vars(st).values():
+                walk(v)
+        if widths:
+            self.too_short(f"(uint64_t)c->off + {(max(widths) + 7) // 8} > c->len", lvl)
+
+    def too_short(self, cond: str, lvl: int) -> None:
+        self.line(f"if ({cond}) {{ err = {self.err['PacketTooShort']}; goto P_error; }}", lvl)
+
+    def s_Declare(self, st: ir.Declare, lvl: int) -> None:
+        n = self.x(st.var)
+        if isinstance(st.var.type, (ir.Bits, ir.Bool)):
+            self.line(f"{n} = {self.x(st.init) if st.init is not None else '0'};", lvl)
+            return
+        self.line(f"memset(&{n}, 0, sizeof {n});", lvl)
+        if st.init is not None:
+            self.line(f"{n} = {self.x(st.init)};", lvl)
+
+    def s_Assign(self, st: ir.Assign, lvl: int) -> None:
+        self.line(f"{self.lv(st.lhs)} = {self.x(st.rhs)};", lvl)
+
+    def s_AssignSlice(self, st: ir.AssignSlice, lvl: int) -> None:
+        w = st.lhs.type.width  # type: ignore[attr-defined]
+        m = _mask(st.hi - st.lo + 1)
+        keep = _mask(w) ^ (m << st.lo)
+        t = self.lv(st.lhs)
+        self.line(f"{t} = ({t} & {_u(keep)}) | (({self.x(st.rhs)} & {_u(m)}) << {st.lo});", lvl)
+
+    def s_StructInit(self, st: ir.StructInit, lvl: int) -> None:
+        raise NativeUnsupported("the native backend does not support StructInit statements")
+
+    def s_If(self, st: ir.If, lvl: int) -> None:
+        self.line(f"if ({self.x(st.cond)}) {{", lvl)
+        self.block(st.then, lvl + 1)
+        if st.other:
+            self.line("} else {", lvl)
+            self.block(st.other, lvl + 1)
+        self.line("}", lvl)
+
+    def s_Switch(self, st: ir.Switch, lvl: int) -> None:
+        self.line(f"switch ({self.x(st.expr)}) {{", lvl)
+        for case in st.cases:
+            if not case.values:
+                self.line("default: {", lvl)
+            else:
+                self.line(" ".join(f"case {_u(v)}:" for v in case.values) + " {", lvl)
+            self.block(case.body, lvl + 1)
+            self.line("    break;", lvl)
+            self.line("}", lvl)
+        if not any(not c.values for c in st.cases):
+            self.line("default: break;", lvl)
+        self.line("}", lvl)
+
+    def s_Labeled(self, st: ir.Labeled, lvl: int) -> None:
+        self.line("{", lvl)
+        self.block(st.body, lvl + 1)
+        self.line("}", lvl)
+        if st.label in self.fn.used_labels:
+            self.line(f"{st.label}: ;", lvl)
+
+    def s_Leave(self, st: ir.Leave, lvl: int) -> None:
+        self.fn.used_labels.add(st.label)
+        self.line(f"goto {st.label};", lvl)
+
+    def s_Exit(self, st: ir.Exit, lvl: int) -> None:
+        self.fn.used_labels.add("L_exit")
+        self.line("c->exited = 1; goto L_exit;", lvl)
+
+    def s_SetValid(self, st: ir.SetValid, lvl: int) -> None:
+        h = self.lv(st.header)
+        if st.valid and st.union is not None:
+            u = self.lv(st.union)
+            assert isinstance(st.union.type, ir.Union_)
+            for n, _ in st.union.type.fields:
+                self.line(f"{u}.f_{n}.valid = 0;", lvl)
+        self.line(f"{h}.valid = {1 if st.valid else 0};", lvl)
+
+    def s_StackShift(self, st: ir.StackShift, lvl: int) -> None:
+        t = st.stack.type
+        assert isinstance(t, ir.Stack)
+        b = self.lv(st.stack)
+        n, size = st.count, t.size
+        if n <= 0:
+            return
+        if st.op == "push_front":
+            for i in range(size - 1, n - 1, -1):
+                self.line(f"{b}.e[{i}] = {b}.e[{i - n}];", lvl)
+            for i in range(min(n, size)):
+                self.line(f"memset(&{b}.e[{i}], 0, sizeof {b}.e[{i}]);", lvl)
+            self.line(f"{b}.nxt = {b}.nxt + {n} > {size} ? {size} : {b}.nxt + {n};", lvl)
+        else:
+            for i in range(size - n):
+                self.line(f"{b}.e[{i}] = {b}.e[{i + n}];", lvl)
+            for i in range(max(size - n, 0), size):
+                self.line(f"memset(&{b}.e[{i}], 0, sizeof {b}.e[{i}]);", lvl)
+            self.line(f"{b}.nxt = {b}.nxt > {n} ? {b}.nxt - {n} : 0;", lvl)
+
+    def s_TableApply(self, st: ir.TableApply, lvl: int) -> None:
+        k, a, r, h = self.fn.tmp("k"), self.fn.tmp("act"), self.fn.tmp("args"), self.fn.tmp("hit")
+        keys = ", ".join(self.x(x) for x in st.keys) or "0"
+        self.line("{", lvl)
+        self.line(f"    uint64_t {k}[{max(len(st.keys), 1)}] = {{{keys}}};", lvl)
+        self.line(f"    uint32_t {a} = 0; const uint64_t *{r} = 0;", lvl)
+        self.line(f"    int {h} = ss_table_apply(c, {st.table}, {k}, &{a}, &{r});", lvl)
+        self.line(f"    (void){h}; (void){r};", lvl)
+        if st.hit is not None:
+            self.line(f"    {self.x(st.hit)} = (uint64_t)({h} != 0);", lvl)
+        if st.action_run is not None:
+            self.line(f"    {self.x(st.action_run)} = {a};", lvl)
+        self.line(f"    switch ({a}) {{", lvl)
+        for case in st.cases:
+            self.line(f"    case {case.action}: {{", lvl)
+            for i, pv in enumerate(case.params):
+                t = pv.type
+                val = f"{r}[{i}]"
+                if isinstance(t, ir.Bool):
+                    val = f"({val} != 0)"
+                elif isinstance(t, ir.Bits) and t.width < 64:
+                    val = f"({val} & {_u(_mask(t.width))})"
+                self.line(f"{self.x(pv)} = {val};", lvl + 2)
+            self.block(case.body, lvl + 2)
+            self.line("        break;", lvl)
+            self.line("    }", lvl)
+        self.line("    default: break;", lvl)
+        self.line("    }", lvl)
+        self.line("}", lvl)
+
+    def bits_input(self, items: list[ir.FieldListItem], lvl: int) -> str:
+        """Fill an ss_bits with the field list (fields of invalid headers left out); returns its name."""
+        b = self.fn.tmp("bits")
+        maxbits = sum(it.width if it.width >= 0 else it.expr.type.max_width for it in items)  # type: ignore
+        if maxbits > 8 * 1024:
+            raise NativeUnsupported("the native backend does not support hash inputs over 8192 bits yet")
+        self.line(f"ss_bits {b}; {b}.nbits = 0; memset({b}.buf, 0, {(maxbits + 7) // 8 or 1});", lvl)
+        for it in items:
+            if it.width >= 0:
+                put = f"ss_bits_put(&{b}, {self.x(it.expr)}, {it.width});"
+            else:
+                assert isinstance(it.expr, ir.Member)
+                f = f"{self.x(it.expr.base)}.f_{it.expr.field}"
+                put = (f"for (uint32_t i_ = 0; i_ < {f}_bits / 8; i_++) ss_bits_put(&{b}, {f}[i_], 8);")
+            if it.valid is not None:
+                self.line(f"if ({self.x(it.valid)}) {put}", lvl)
+            else:
+                self.line(put, lvl)
+        return b
+
+    def s_ExternCall(self, st: ir.ExternCall, lvl: int) -> None:
+        k = st.kind
+        args = [self.x(a) for a in st.args]
+        dest = self.lv(st.dest) if st.dest is not None else ""
+        if k == "register_read":
+            self.line(f"{dest} = ss_register_read(c, {st.obj}, {args[0]});", lvl)
+        elif k == "register_write":
+            self.line(f"ss_register_write(c, {st.obj}, {args[0]}, {args[1]});", lvl)
+        elif k == "counter_count":
+            self.line(f"ss_counter_count(c, {st.obj}, {args[0]});", lvl)
+        elif k == "meter_execute":
+            self.line(f"{dest} = ss_meter_execute(c, {st.obj}, {args[0]});", lvl)
+        elif k == "direct_meter_read":
+            self.line(f"{dest} = c->last_meter_color[{st.obj}];", lvl)
+        elif k in ("hash", "csum"):
+            w = st.dest.type.width if isinstance(st.dest.type, ir.Bits) else 1  # type: ignore[union-attr]
+            self.line("{", lvl)
+            b = self.bits_input(st.fields, lvl + 1)
+            pay = "c->data + c->payload_off, c->len - c->payload_off" if st.payload else "NULL, 0"
+            h = f"ss_hash({st.obj}, {b}.buf, {b}.nbits, {pay})"
+            if k == "hash":
+                self.line(f"{dest} = ss_hash_result({h}, {args[0]}, {args[1]}, {w});", lvl + 1)
+            else:
+                self.line(f"{dest} = {h} & {_u(_mask(w))};", lvl + 1)
+            self.line("}", lvl)
+        elif k == "random":
+            self.line(f"{dest} = ss_random(c, {args[0]}, {args[1]});", lvl)
+        elif k == "digest":
+            f = self.fn.tmp("dg")
+            self.line(f"{{ uint64_t {f}[{max(len(args), 1)}] = {{{', '.join(args) or '0'}}}; "
+                      f"ss_digest(c, {st.obj}, {f}, {len(args)}); }}", lvl)
+        elif k == "clone":
+            self.line(f"ss_clone(c, (int){args[0]}, (uint32_t){args[1]}, {st.obj});", lvl)
+        elif k in ("resubmit", "recirculate"):
+            self.line(f"ss_{k}(c, {st.obj});", lvl)
+        elif k == "truncate":
+            self.line(f"ss_truncate(c, (uint32_t){args[0]});", lvl)
+        elif k == "assert":
+            self.line(f"if (!({args[0]})) ss_assert_failed(c, {_cstr(st.text)});", lvl)
+        elif k == "log_msg":
+            f = self.fn.tmp("lg")
+            self.line(f"{{ uint64_t {f}[{max(len(args), 1)}] = {{{', '.join(args) or '0'}}}; "
+                      f"ss_log_msg(c, {_cstr(st.text)}, {f}, {len(args)}); }}", lvl)
+        else:
+            raise NativeUnsupported(f"the native backend does not support the extern {k} yet")
+
+    # ------------------------------------------------------------------ parser statements
+    def header_target(self, st: ir.Extract, lvl: int) -> str:
+        if not st.next:
+            return self.lv(st.header)
+        t = st.header.type
+        assert isinstance(t, ir.Stack)
+        b = self.lv(st.header)
+        self.line(f"if ({b}.nxt >= {t.size}) {{ err = {self.err['StackOutOfBounds']}; goto P_error; }}", lvl)
+        return f"{b}.e[{b}.nxt]"
+
+    def load_fields(self, h: str, t: ir.Header, p: str, lvl: int) -> None:
+        bit = 0
+        for n, ft in t.fields:
+            w = ir.wire_width(ft)
+            if bit % 8 == 0 and w % 8 == 0:
+                self.line(f"{h}.f_{n} = ss__ld({p} + {bit // 8}, {w // 8});", lvl)
+            else:
+                self.line(f"{h}.f_{n} = ss__getbits({p}, {bit}, {w});", lvl)
+            bit += w
+
+    def s_Extract(self, st: ir.Extract, lvl: int) -> None:
+        t = st.type
+        self.line("{", lvl)
+        lvl += 1
+        h = self.header_target(st, lvl)
+        if t.has_varbit:
+            self.extract_varbit(st, h, lvl)
+        else:
+            n = t.fixed_width() // 8
+            self.too_short(f"(uint64_t)c->off + {n} > c->len", lvl)
+            if n:
+                self.line("const uint8_t *p_ = c->data + c->off;", lvl)
+                self.load_fields(h, t, "p_", lvl)
+            self.line(f"c->off += {n};", lvl)
+        if st.union is not None:
+            u = self.lv(st.union)
+            for n_, _ in st.union.type.fields:  # type: ignore[attr-defined]
+                self.line(f"{u}.f_{n_}.valid = 0;", lvl)
+        self.line(f"{h}.valid = 1;", lvl)
+        if st.next:
+            self.line(f"{self.lv(st.header)}.nxt++;", lvl)
+        self.line("}", lvl - 1)
+
+    def extract_varbit(self, st: ir.Extract, h: str, lvl: int) -> None:
+        t = st.type
+        vb = next(ft for _, ft in t.fields if isinstance(ft, ir.Varbit))
+        assert isinstance(vb, ir.Varbit)
+        n = self.x(st.varbit_bits) if st.varbit_bits is not None else "0"
+        fixed = t.fixed_width()
+        self.line(f"uint64_t vb_ = {n};", lvl)
+        self.line(f"if (vb_ > {vb.max_width}) {{ err = {self.err['HeaderTooShort']}; goto P_error; }}", lvl)
+        self.line(f"if ((vb_ + {fixed}) % 8) {{ err = {self.err['ParserInvalidArgument']}; goto P_error; }}",
+                  lvl)
+        self.too_short(f"(uint64_t)c->off + (vb_ + {fixed}) / 8 > c->len", lvl)
+        self.line("const uint8_t *p_ = c->data + c->off;", lvl)
+        off = "0"
+        for name, ft in t.fields:
+            if isinstance(ft, ir.Varbit):
+                self.line(f"{h}.f_{name}_bits = (uint32_t)vb_;", lvl)
+                self.line(f"for (uint32_t i_ = 0; i_ < vb_ / 8; i_++) "
+                          f"{h}.f_{name}[i_] = (uint8_t)ss__getbits(p_, {off} + 8 * (uint64_t)i_, 8);", lvl)
+                off = f"{off} + vb_"
+            else:
+                w = ir.wire_width(ft)
+                self.line(f"{h}.f_{name} = ss__getbits(p_, {off}, {w});", lvl)
+                off = f"{off} + {w}"
+        self.line(f"c->off += (uint32_t)((vb_ + {fixed}) / 8);", lvl)
+
+    def s_LookaheadHeader(self, st: ir.LookaheadHeader, lvl: int) -> None:
+        n = st.type.fixed_width() // 8
+        h = self.lv(st.dest)
+        self.line("{", lvl)
+        self.too_short(f"(uint64_t)c->off + {n} > c->len", lvl + 1)
+        self.line("const uint8_t *p_ = c->data + c->off; (void)p_;", lvl + 1)
+        self.load_fields(h, st.type, "p_", lvl + 1)
+        self.line(f"{h}.valid = 1;", lvl + 1)
+        self.line("}", lvl)
+
+    def s_Advance(self, st: ir.Advance, lvl: int) -> None:
+        self.line("{", lvl)
+        self.line(f"uint64_t a_ = {self.x(st.bits)};", lvl + 1)
+        self.line(f"if (a_ % 8) {{ err = {self.err['ParserInvalidArgument']}; goto P_error; }}", lvl + 1)
+        self.too_short("(uint64_t)c->off + a_ / 8 > c->len", lvl + 1)
+        self.line("c->off += (uint32_t)(a_ / 8);", lvl + 1)
+        self.line("}", lvl)
+
+    def s_Verify(self, st: ir.Verify, lvl: int) -> None:
+        self.line(f"if (!({self.x(st.cond)})) {{ err = {self.x(st.error)}; goto P_error; }}", lvl)
+
+    def s_ParserError(self, st: ir.ParserError, lvl: int) -> None:
+        self.line(f"err = {st.error}; goto P_error;", lvl)
+
+    def s_Emit(self, st: ir.Emit, lvl: int) -> None:
+        t = st.type
+        h = self.x(st.header)
+        self.line(f"if ({h}.valid) {{", lvl)
+        lvl += 1
+        if t.has_varbit:
+            vb = next(n for n, ft in t.fields if isinstance(ft, ir.Varbit))
+            size = f"(({t.fixed_width()} + (uint64_t){h}.f_{vb}_bits) / 8)"
+        else:
+            size = str(t.fixed_width() // 8)
+        self.line(f"if ((uint64_t)c->out_len + {size} > c->out_cap) return -1;", lvl)
+        self.line("uint8_t *o_ = c->out + c->out_len;", lvl)
+        aligned = all(ir.wire_width(ft) % 8 == 0 for _, ft in t.fields)
+        bit: str | int = 0
+        if not aligned or t.has_varbit:
+            self.line(f"memset(o_, 0, {size});", lvl)
+        for n, ft in t.fields:
+            if isinstance(ft, ir.Varbit):
+                self.line(f"for (uint32_t i_ = 0; i_ < {h}.f_{n}_bits / 8; i_++) "
+                          f"ss__putbits(o_, {bit} + 8 * (uint64_t)i_, 8, {h}.f_{n}[i_]);", lvl)
+                bit = f"{bit} + {h}.f_{n}_bits"
+                continue
+            w = ir.wire_width(ft)
+            if isinstance(bit, int) and bit % 8 == 0 and w % 8 == 0:
+                self.line(f"ss__st(o_ + {bit // 8}, {w // 8}, {h}.f_{n});", lvl)
+            else:
+                self.line(f"ss__putbits(o_, {bit}, {w}, {h}.f_{n});", lvl)
+            bit = bit + w if isinstance(bit, int) else f"{bit} + {w}"
+        self.line(f"c->out_len += (uint32_t){size};", lvl)
+        self.line("}", lvl - 1)
+
+    # ------------------------------------------------------------------ functions
+    def parser_fn(self) -> list[str]:
+        self.begin("ss_parser")
+        self.in_parser = True
+        prs = self.p.parser
+        self.line("    uint64_t err = 0;", 0)
+        self.line("    memset(&s->hdr, 0, sizeof s->hdr);", 0)
+        refs: set[str] = {prs.start}
+        body_lines: list[str] = []
+        states = {st.name: st for st in prs.states}
+        order = [prs.start] + [n for n in states if n != prs.start]
+        for name in order:
+            st = states[name]
+            saved = self.lines
+            self.lines = []
+            self.block(st.body, 1)
+            self.transition(st.transition, refs, 1)
+            body_lines.append(f"ST_{name}: ;")
+            body_lines.extend(self.lines)
+            self.lines = saved
+        self.line(f"    goto ST_{prs.start};", 0)
+        for ln in body_lines:
+            if ln.startswith("ST_") and ln[3:-3] not in refs:
+                continue
+            self.lines.append(ln)
+        text = "\n".join(self.lines)
+        # an explicit reject leaves parser_error NoError, as bmv2 (README: Known gaps)
+        for lab, code in (("P_accept", ["    return 0;"]), ("P_reject", ["    return 0;"]),
+                          ("P_error", ["    s->sm.parser_error = err;", "    return (int)err;"])):
+            if f"goto {lab};" in text:
+                self.lines.append(f"{lab}:")
+                self.lines.extend(code)
+        self.lines.append("    return 0;")
+        self.in_parser = False
+        return self.finish("static int ss_parser(ss_ctx *c, void *vs)", [])
+
+    def target(self, name: str, refs: set[str]) -> str:
+        if name == "accept":
+            return "goto P_accept;"
+        if name == "reject":
+            return "goto P_reject;"
+        refs.add(name)
+        return f"goto ST_{name};"
+
+    def transition(self, tr: str | ir.Select, refs: set[str], lvl: int) -> None:
+        if isinstance(tr, str):
+            self.line(self.target(tr, refs), lvl)
+            return
+        widths = []
+        for k in tr.keys:
+            self.lookahead_checks(ir.Assign(k, k), lvl)
+            widths.append(k.type.width if isinstance(k.type, ir.Bits) else 1)
+        kv = []
+        self.line("{", lvl)
+        for k in tr.keys:
+            n = self.fn.tmp("sel")
+            self.line(f"uint64_t {n} = {self.x(k)};", lvl + 1)
+            kv.append(n)
+        for case in tr.cases:
+            go = self.target(case.target, refs)
+            if case.value_set >= 0:
+                arr = self.fn.tmp("vs")
+                self.line(f"{{ uint64_t {arr}[] = {{{', '.join(kv)}}}; "
+                          f"if (ss_value_set_match(c, {case.value_set}, {arr})) {go} }}", lvl + 1)
+                continue
+            conds = []
+            for v, ks in zip(kv, case.keysets, strict=False):
+                if isinstance(ks, ir.KsValue):
+                    conds.append(f"{v} == {_u(ks.value)}")
+                elif isinstance(ks, ir.KsMask):
+                    conds.append(f"({v} & {_u(ks.mask)}) == {_u(ks.value)}")
+                elif isinstance(ks, ir.KsRange):
+                    conds.append(f"({v} >= {_u(ks.lo)} && {v} <= {_u(ks.hi)})")
+            if conds:
+                self.line(f"if ({' && '.join(conds)}) {go}", lvl + 1)
+            else:
+                self.line(go, lvl + 1)
+                break
+        else:
+            self.line(f"err = {self.err['NoMatch']}; goto P_error;", lvl + 1)
+        self.line("}", lvl)
+
+    def control_fn(self, role: str, body: list[ir.Stmt]) -> list[str]:
+        self.begin("ss_" + role)
+        self.block(body, 1)
+        tail = []
+        if "L_exit" in self.fn.used_labels:
+            tail.append("L_exit: ;")
+        if role == "deparser":
+            tail.append("    return 0;")
+            return self.finish("static int ss_deparser(ss_ctx *c, void *vs)", tail)
+        return self.finish(f"static void ss_{role}(ss_ctx *c, void *vs)", tail)
+
+    def preserve_fn(self) -> list[str]:
+        out = ["static void ss_preserve(int32_t fl, const void *from_, void *to_) {",
+               "    const ss_state *f = (const ss_state *)from_; ss_state *t = (ss_state *)to_;",
+               "    (void)f; (void)t;", "    switch (fl) {"]
+        for fid, paths in sorted(self.p.field_lists.items()):
+            out.append(f"    case {fid}:")
+            for p in paths:
+                if p[0] == "sm":
+                    acc = "sm." + ".".join(p[1:])
+                else:
+                    acc = p[0] + "".join(f".f_{x}" for x in p[1:])
+                out.append(f"        t->{acc} = f->{acc};")
+            out.append("        break;")
+        out += ["    default: break;", "    }", "}", ""]
+        return out

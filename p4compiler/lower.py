@@ -1,0 +1,1214 @@
+"""Lowering: syntax tree -> p4compiler.ir (typed, inlined, numbered).
+
+The front end's typing rules are reused, not restated: `Lower` subclasses the Python back end's
+`_Build`/`codegen.Compiler` and keeps its name resolution (`Scope`), type resolution
+(`resolve_type`), constant folding (`fold`, `const_int`, `declare_globals`), operand unification
+(`unify`) and P4Info naming (`p4_name`). It overrides only the methods that produced Python
+text, so that an expression's `V.code` is an `ir.Expr` instead. The program has been compiled
+by the Python back end first (it is a `CompiledProgram`), so it is known to type-check; the
+checks here are the ones the IR itself needs.
+
+Anything the IR or the native back end cannot express raises `NativeUnsupported` with the
+construct's source location.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any
+
+from p4compiler import ir
+from p4compiler.errors import P4Error
+from p4compiler.frontend import ast as A
+from p4compiler.python_backend import CompiledProgram, _Build
+from p4compiler.python_backend import types as T
+from p4compiler.python_backend.calls import _SIZE_METHODS, _size_bits, ordered_args
+from p4compiler.python_backend.codegen import V, fit
+from p4compiler.python_backend.scope import (
+    ActionBind,
+    Const,
+    ExternFuncBind,
+    ExternInst,
+    FuncBind,
+    Scope,
+    Var,
+)
+
+MAX_WIDTH = 64  # widest bit<W> the IR's scalar expressions carry (uint64_t in C)
+
+# v1model HashAlgorithm members -> SS_ALGO_* numbers of ss_runtime.h
+ALGORITHMS = {"crc32": 0, "crc32_custom": 1, "crc16": 2, "crc16_custom": 3, "random": 4, "identity": 5,
+              "csum16": 6, "xor16": 7}
+
+# standard_metadata_t fields the native runtime's ss_std_meta carries
+STD_META_FIELDS = ("ingress_port", "egress_spec", "egress_port", "instance_type", "packet_length",
+                   "enq_timestamp", "enq_qdepth", "deq_timedelta", "deq_qdepth", "ingress_global_timestamp",
+                   "egress_global_timestamp", "mcast_grp", "egress_rid", "checksum_error", "parser_error",
+                   "priority")
+
+SYNTH_FIELD_LIST_BASE = 1 << 20  # ids of field lists made up for clone3/resubmit/recirculate lists
+
+
+class NativeUnsupported(P4Error):
+    """A construct the native (C) back end cannot compile yet; the switch falls back to Python."""
+
+
+def unsupported(what: str, node: Any) -> NativeUnsupported:
+    loc = getattr(node, "loc", None)
+    msg = f"the native backend does not support {what} yet"
+    if loc is None:
+        return NativeUnsupported(msg)
+    return NativeUnsupported(msg, loc.file, loc.line, loc.col)
+
+
+@dataclass
+class _Init:
+    """A struct/header initializer not yet stored anywhere: (field name, V) pairs."""
+
+    items: list[tuple[str, V]]
+
+
+@dataclass
+class _Table:
+    decl: A.TableDecl
+    scope: Scope
+    p4name: str
+    number: int
+
+
+@dataclass
+class _SubBlock:
+    decl: Any
+    p4name: str
+    ctor_args: list[A.Arg]
+    outer: Scope
+
+
+@dataclass
+class _ValueSet:
+    number: int
+    type: T.Type
+
+
+@dataclass
+class _Ctx:
+    """Where `return` and `exit` go in the code being lowered."""
+
+    label: str | None = None  # Labeled block a `return` leaves
+    ret: ir.Var | None = None  # function result local
+    ret_type: T.Type | None = None
+    copy_outs: list[list[ir.Stmt]] = field(default_factory=list)  # pending copy-outs, innermost last
+    in_parser: bool = False
+
+
+class Lower(_Build):
+    def __init__(self, compiled: CompiledProgram, prog: A.Program):
+        super().__init__(prog)
+        self.cp = compiled
+        self.n = itertools.count(1)
+        self.types: dict[int, ir.Type] = {}
+        self.type_order: list[ir.Type] = []
+        self.stack_types: dict[tuple, ir.Stack] = {}
+        self.table_no = {t.p4name: i for i, t in enumerate(compiled.tables)}
+        self.action_no = {a.name: i for i, a in enumerate(compiled.info.actions)}
+        self.reg_no = {r.name: i for i, r in enumerate(compiled.info.registers)}
+        self.counter_no = {r.name: i for i, r in enumerate(compiled.info.counters)}
+        self.meter_no = {r.name: i for i, r in enumerate(compiled.info.meters)}
+        self.dmeter_no = {r.name: i for i, r in enumerate(compiled.info.direct_meters)}
+        self.vs_no = {r.name: i for i, r in enumerate(compiled.info.value_sets)}
+        self.digest_no = {d.name: i for i, d in enumerate(compiled.info.digests)}
+        self.field_lists: dict[int, list[list[str]]] = {
+            k: [["sm" if p[0] == "s" else "meta", *p[1:]] for p in v]
+            for k, v in _declared_field_lists(compiled).items()}
+        self.synth_fl: dict[tuple, int] = {}
+
+    # ------------------------------------------------------------------ entry
+    def lower(self) -> ir.Program:
+        self.declare_globals()
+        main = self._find_main()
+        block_decls = [self._block_arg(a.value, main) for a in main.args]
+        parser_decl = block_decls[0][0]
+        hdr_t = self.resolve_type(parser_decl.params[1].type, self.g)
+        meta_t = self.resolve_type(parser_decl.params[2].type, self.g)
+        sm_t = self.resolve_type(parser_decl.params[3].type, self.g)
+        roots = {"hdr": hdr_t, "meta": meta_t, "sm": sm_t}
+        self.meta_type = meta_t
+        for name in ("hdr", "meta"):
+            self.irt(roots[name], parser_decl)
+        for fname, _ in sm_t.fields:
+            if fname not in STD_META_FIELDS:
+                raise unsupported(f"standard_metadata_t field {fname}", parser_decl)
+        roles = ("parser", "verify_checksum", "ingress", "egress", "compute_checksum", "deparser")
+        parser: ir.Parser | None = None
+        controls: dict[str, list[ir.Stmt]] = {}
+        for role, (decl, name, args) in zip(roles, block_decls, strict=False):
+            binds: dict[str, V] = {}
+            kinds = {"parser": [None, "hdr", "meta", "sm"], "verify_checksum": ["hdr", "meta"],
+                     "compute_checksum": ["hdr", "meta"], "ingress": ["hdr", "meta", "sm"],
+                     "egress": ["hdr", "meta", "sm"], "deparser": [None, "hdr"]}[role]
+            for p, root in zip(decl.params, kinds, strict=False):
+                if root is not None:
+                    binds[p.name] = V(ir.Var(root, self.irt(roots[root], p)), roots[root])
+            if role == "parser":
+                parser = self.lower_parser(decl, name, args, binds)
+            else:
+                out: list[ir.Stmt] = []
+                self.inline_control(decl, name, args, self.g, binds, out, _Ctx(), top=True)
+                controls[role] = out
+        assert parser is not None
+        return ir.Program(
+            headers_type=self.irt(hdr_t, parser_decl), meta_type=self.irt(meta_t, parser_decl),
+            std_meta_type=ir.Struct("standard_metadata_t", [(f, ir.Bits(64)) for f in STD_META_FIELDS]),
+            parser=parser, controls=controls, types=self.type_order, errors=list(self.errors),
+            tables=[t.p4name for t in self.cp.tables], actions=[a.name for a in self.cp.info.actions],
+            registers=[r.name for r in self.cp.info.registers], counters=[c.name for c in self.cp.info.counters],
+            meters=[m.name for m in self.cp.info.meters],
+            direct_meters=[m.name for m in self.cp.info.direct_meters],
+            value_sets=[v.name for v in self.cp.info.value_sets], digests=[d.name for d in self.cp.info.digests],
+            field_lists=self.field_lists)
+
+    # ------------------------------------------------------------------ helpers
+    def uniq(self, name: str) -> str:
+        return f"{self.safe(name)}_{next(self.n)}"
+
+    def irt(self, t: T.Type, node: Any) -> ir.Type:
+        """The IR type of a front-end type (cached: one IR type object per P4 type)."""
+        if isinstance(t, T.BitT):
+            if t.width > MAX_WIDTH:
+                raise unsupported(f"bit<{t.width}> values (wider than 64 bits)", node)
+            if t.width == 0:
+                raise unsupported("bit<0> values", node)
+            return ir.Bits(t.width, t.signed)
+        if isinstance(t, T.BoolT):
+            return ir.BOOL
+        if isinstance(t, (T.ErrorT, T.MatchKindT)):
+            return ir.Bits(32)
+        if isinstance(t, T.EnumT):
+            if t.underlying is not None:
+                return self.irt(t.underlying, node)
+            return ir.Bits(32)
+        if isinstance(t, T.VarbitT):
+            return ir.Varbit(t.max_width)
+        got = self.types.get(id(t))
+        if got is not None:
+            return got
+        if isinstance(t, T.StructLikeT):
+            name = t.cls_name or self.uniq(t.type_name)
+            if t.kind == "header":
+                res: ir.Type = ir.Header(name, [])
+            elif t.kind == "header_union":
+                res = ir.Union_(name, [])
+            else:
+                res = ir.Struct(name, [])
+            self.types[id(t)] = res
+            res.fields = [(n, self.irt(ft, node)) for n, ft in t.fields]  # type: ignore[attr-defined]
+            self.type_order.append(res)
+            return res
+        if isinstance(t, T.StackT):
+            el = self.irt(t.element, node)
+            key = ("stack", id(el), t.size)
+            if key in self.stack_types:
+                return self.stack_types[key]
+            res = ir.Stack(el, t.size, f"STK_{el.name}_{t.size}")  # type: ignore[attr-defined, arg-type]
+            self.stack_types[key] = res
+            self.type_order.append(res)
+            return res
+        raise unsupported(f"values of type {t}", node)
+
+    def const_ir(self, v: V, t: T.Type | None, node: Any) -> ir.Const:
+        val = v.const
+        tt = t if t is not None and not isinstance(t, T.IntT) else v.type
+        if isinstance(tt, T.IntT):
+            raise unsupported("an integer constant of unknown width here", node)
+        if isinstance(tt, T.EnumT) and tt.underlying is not None and isinstance(val, int):
+            tt = tt.underlying
+        it = self.irt(tt, node)
+        if isinstance(val, bool):
+            return ir.Const(int(val), it)
+        if isinstance(val, str):
+            if isinstance(tt, T.ErrorT) or isinstance(v.type, T.ErrorT):
+                return ir.Const(self.errors.index(val), ir.Bits(32))
+            if isinstance(v.type, T.EnumT):
+                return ir.Const(v.type.members.index(val.split(".", 1)[1]), ir.Bits(32))
+            raise unsupported("string values outside log_msg", node)
+        if isinstance(val, int) and isinstance(it, ir.Bits):
+            return ir.Const(val & it.mask, it)
+        raise unsupported(f"a constant of type {tt}", node)
+
+    def to_ir(self, v: V, node: Any, want: T.Type | None = None) -> ir.Expr:
+        if v.bind is not None:
+            raise unsupported(f"{self.text(node)} as a value", node)
+        if v.is_const:
+            return self.const_ir(v, want, node)
+        if isinstance(v.code, _Init):
+            raise unsupported("a struct initializer here", node)
+        assert isinstance(v.code, ir.Expr), v
+        return v.code
+
+    def rv(self, e: A.Expr, scope: Scope, em: Any, want: T.Type | None = None) -> ir.Expr:
+        v = self.value(e, scope, em, want)
+        if want is not None and not isinstance(want, (T.StructLikeT, T.StackT)):
+            return self.coerce(v, want, e)
+        return self.to_ir(v, e, want)
+
+    def emit(self, em: Any, s: ir.Stmt, node: Any) -> None:
+        if not isinstance(em, list):
+            raise unsupported("a statement inside a compile-time expression", node)
+        em.append(s)
+
+    def local(self, name: str, t: T.Type, em: Any, node: Any, init: ir.Expr | None = None) -> ir.Var:
+        var = ir.Var(self.uniq("l_" + name), self.irt(t, node))
+        self.emit(em, ir.Declare(var, init), node)
+        return var
+
+    # ------------------------------------------------------------------ expressions (IR-producing)
+    def bound(self, b: Any, e: Any) -> V:
+        if isinstance(b, Var):
+            return V(b.code, b.type)
+        if isinstance(b, Const):
+            return V(repr(b.value), b.type, b.value)
+        return V("None", T.VOID, None, bind=b)
+
+    def coerce(self, v: V, t: T.Type, node: Any) -> ir.Expr:  # type: ignore[override]
+        s = v.type
+        if v.is_const:
+            if isinstance(t, T.BitT) and isinstance(v.const, int) and not isinstance(v.const, bool):
+                return ir.Const(fit(v.const, t) & t.mask, self.irt(t, node))
+            return self.const_ir(v, t, node)
+        if isinstance(s, T.IntT):
+            raise unsupported("a run-time value of unknown width", node)
+        return self.to_ir(v, node, t)
+
+    def x_Member(self, e: A.Member, scope: Scope, em: Any, want: Any) -> V:
+        if isinstance(e.expr, A.Call) and e.member in ("hit", "miss", "action_run"):
+            tb = self.table_of_apply(e.expr, scope)
+            if tb is not None:
+                hit = self.local("hit", T.BOOL, em, e)
+                act = self.local("action_run", T.BitT(32), em, e)
+                self.apply_table(tb, scope, em, e, hit=hit, action_run=act)
+                if e.member == "hit":
+                    return V(hit, T.BOOL)
+                if e.member == "miss":
+                    return V(ir.Unary("lnot", hit, ir.BOOL), T.BOOL)
+                return V(act, T.BitT(32), bind=("action_run", tb))
+        base = self.expr(e.expr, scope, em)
+        if base.bind is not None:
+            raise unsupported(f"member {e.member} of {self.text(e.expr)}", e)
+        bt = base.type
+        if isinstance(bt, T.StructLikeT):
+            ft = bt.field_type(e.member)
+            if ft is None:
+                raise unsupported(f"field {e.member}", e)
+            if isinstance(base.code, _Init):
+                return dict(base.code.items)[e.member]
+            b = self.to_ir(base, e.expr)
+            if isinstance(b, ir.Var) and b.name == "sm" and e.member not in STD_META_FIELDS:
+                raise unsupported(f"standard_metadata_t field {e.member}", e)
+            return V(ir.Member(b, e.member, self.irt(ft, e)), ft)
+        if isinstance(bt, T.StackT):
+            b = self.to_ir(base, e.expr)
+            if e.member == "size":
+                return V(repr(bt.size), T.BitT(32), bt.size)
+            nxt = ir.StackNext(b)
+            last = ir.BinOp("sub", nxt, ir.Const(1, ir.Bits(32)), ir.Bits(32))
+            if e.member == "lastIndex":
+                return V(last, T.BitT(32))
+            if e.member == "last":
+                return V(ir.Index(b, last, self.irt(bt.element, e)), bt.element)
+            if e.member == "next":
+                return V(ir.Index(b, nxt, self.irt(bt.element, e)), bt.element)
+        raise unsupported(f"member {e.member} of a {bt} value", e)
+
+    def x_Index(self, e: A.Index, scope: Scope, em: Any, want: Any) -> V:
+        base = self.value(e.expr, scope, em)
+        if not isinstance(base.type, T.StackT):
+            raise unsupported(f"indexing a {base.type} value", e)
+        idx = self.value(e.index, scope, em)
+        b = self.to_ir(base, e.expr)
+        et = base.type.element
+        if idx.is_const:
+            return V(ir.Index(b, ir.Const(int(idx.const), ir.Bits(32)), self.irt(et, e)), et)
+        return V(ir.Index(b, self.to_ir(idx, e.index), self.irt(et, e)), et)
+
+    def x_Slice(self, e: A.Slice, scope: Scope, em: Any, want: Any) -> V:
+        base = self.value(e.expr, scope, em)
+        hi = self.const_int(e.hi, scope)
+        lo = self.const_int(e.lo, scope)
+        w = hi - lo + 1
+        if base.is_const:
+            val = (int(base.const) >> lo) & ((1 << w) - 1)
+            return V(repr(val), T.BitT(w), val)
+        if not isinstance(base.type, T.BitT):
+            raise unsupported(f"slicing a {base.type} value", e)
+        t = T.BitT(w)
+        return V(ir.Slice(self.to_ir(base, e.expr), hi, lo, self.irt(t, e)), t)
+
+    def x_Unary(self, e: A.Unary, scope: Scope, em: Any, want: Any) -> V:
+        v = self.value(e.expr, scope, em, want)
+        if v.is_const or e.op == "+":
+            return super().x_Unary(e, scope, em, want) if v.is_const else v
+        t = v.type
+        op = {"!": "lnot", "-": "neg", "~": "not"}[e.op]
+        return V(ir.Unary(op, self.to_ir(v, e.expr), self.irt(t, e)), t)
+
+    def x_Binary(self, e: A.Binary, scope: Scope, em: Any, want: Any) -> V:
+        op = e.op
+        if op in ("&&", "||"):
+            lv = self.value(e.left, scope, em)
+            # the right operand may not run: its hoisted statements must stay conditional
+            rem: list[ir.Stmt] = []
+            r = self.value(e.right, scope, rem if isinstance(em, list) else em)
+            if lv.is_const and r.is_const:
+                val = (lv.const and r.const) if op == "&&" else (lv.const or r.const)
+                return V(repr(val), T.BOOL, bool(val))
+            if rem:
+                raise unsupported(f"a table apply or call in the right operand of {op}", e.right)
+            return V(ir.BinOp("land" if op == "&&" else "lor", self.to_ir(lv, e.left), self.to_ir(r, e.right),
+                              ir.BOOL), T.BOOL)
+        lv = self.value(e.left, scope, em)
+        r = self.value(e.right, scope, em, want=lv.type if not isinstance(lv.type, T.IntT) else None)
+        if lv.is_const and r.is_const:
+            return super().x_Binary(e, scope, [], want)  # folds with the front end's rules
+        if op == "++":
+            lt, rt = lv.type, r.type
+            t = T.BitT(lt.width + rt.width, lt.signed)  # type: ignore[union-attr]
+            return V(ir.Concat(self.to_ir(lv, e.left), self.to_ir(r, e.right), self.irt(t, e)), t)
+        if op in ("<<", ">>"):
+            lt = lv.type
+            if isinstance(lt, T.IntT):
+                raise unsupported("shifting a value of unknown width", e)
+            amount = self.coerce(r, r.type if not isinstance(r.type, T.IntT) else T.BitT(32), e.right)
+            if isinstance(amount, ir.Const) and amount.value >= 64:
+                amount = ir.Const(64, ir.Bits(32))
+            return V(ir.BinOp("shl" if op == "<<" else "shr", self.to_ir(lv, e.left), amount,
+                              self.irt(lt, e)), lt)
+        t = self.unify(lv, r, e, op)
+        a = self.coerce(lv, t, e.left)
+        b = self.coerce(r, t, e.right)
+        if op in ("==", "!=", "<", ">", "<=", ">="):
+            if isinstance(t, (T.StructLikeT, T.StackT)):
+                raise unsupported(f"{op} on {t} values", e)
+            irop = {"==": "eq", "!=": "ne", "<": "lt", ">": "gt", "<=": "le", ">=": "ge"}[op]
+            return V(ir.BinOp(irop, a, b, ir.BOOL), T.BOOL)
+        irop = {"+": "add", "-": "sub", "*": "mul", "/": "div", "%": "mod", "&": "and", "|": "or",
+                "^": "xor", "|+|": "addsat", "|-|": "subsat"}.get(op)
+        if irop is None:
+            raise unsupported(f"operator {op}", e)
+        return V(ir.BinOp(irop, a, b, self.irt(t, e)), t)
+
+    def x_Ternary(self, e: A.Ternary, scope: Scope, em: Any, want: Any) -> V:
+        c = self.value(e.cond, scope, em)
+        if c.is_const:
+            return self.value(e.then if c.const else e.other, scope, em, want)
+        ta: list[ir.Stmt] = []
+        tb: list[ir.Stmt] = []
+        a = self.value(e.then, scope, ta if isinstance(em, list) else em, want)
+        b = self.value(e.other, scope, tb if isinstance(em, list) else em, want)
+        if ta or tb:
+            raise unsupported("a table apply or call inside ?:", e)
+        t = self.unify(a, b, e, "?:")
+        if isinstance(t, T.IntT) and isinstance(want, T.BitT):
+            t = want
+        if isinstance(t, T.IntT):
+            raise unsupported("?: of unknown width", e)
+        return V(ir.Mux(self.to_ir(c, e.cond), self.coerce(a, t, e.then), self.coerce(b, t, e.other),
+                        self.irt(t, e)), t)
+
+    def cast(self, v: V, t: T.Type, e: Any) -> V:  # type: ignore[override]
+        if v.is_const or isinstance(v.code, str):
+            return super().cast(v, t, e)
+        s = v.type
+        if isinstance(t, T.StructLikeT) and isinstance(v.code, _Init):
+            return V(v.code, t)
+        if T.same_type(s, t) or s is t:
+            return V(v.code, t)
+        if isinstance(t, T.EnumT) and t.underlying is not None:
+            inner = self.cast(v, t.underlying, e)
+            return V(inner.code, t)
+        if isinstance(s, T.EnumT) and s.underlying is not None:
+            s = s.underlying
+        if isinstance(t, (T.BitT, T.BoolT)) and isinstance(s, (T.BitT, T.BoolT)):
+            return V(ir.Cast(self.to_ir(v, e), self.irt(t, e)), t)
+        raise unsupported(f"a cast from {s} to {t}", e)
+
+    def x_ListExpr(self, e: A.ListExpr, scope: Scope, em: Any, want: Any) -> V:
+        if isinstance(want, T.StructLikeT):
+            return self.build_struct(want, [(None, x) for x in e.items], scope, em, e)
+        raise unsupported("a list expression here", e)
+
+    def build_struct(self, t: T.StructLikeT, items: list, scope: Scope, em: Any, e: Any) -> V:  # type: ignore
+        named = {n: x for n, x in items if n is not None}
+        out = []
+        for i, (fname, ftype) in enumerate(t.fields):
+            x = named.get(fname) if named else items[i][1]
+            out.append((fname, self.value(x, scope, em, want=ftype)))
+        return V(_Init(out), t)
+
+    def x_Call(self, e: A.Call, scope: Scope, em: Any, want: Any) -> V:
+        return self.call(e, scope, em, want)
+
+    # ------------------------------------------------------------------ assignment
+    def lvalue_ir(self, e: A.Expr, scope: Scope, em: Any) -> tuple[ir.Expr, T.Type]:
+        v = self.value(e, scope, em)
+        return self.to_ir(v, e), v.type
+
+    def assign(self, lhs: A.Expr, rhs: V, scope: Scope, em: list, node: Any) -> None:
+        if isinstance(lhs, A.Slice):
+            base, bt = self.lvalue_ir(lhs.expr, scope, em)
+            hi, lo = self.const_int(lhs.hi, scope), self.const_int(lhs.lo, scope)
+            em.append(ir.AssignSlice(base, hi, lo, self.coerce(rhs, T.BitT(hi - lo + 1), node)))
+            return
+        target, t = self.lvalue_ir(lhs, scope, em)
+        self.store(target, t, rhs, em, node)
+
+    def table_of_apply(self, call: A.Call, scope: Scope) -> Any:
+        if isinstance(call.callee, A.Member) and call.callee.member == "apply" and isinstance(
+                call.callee.expr, A.NameExpr):
+            b = scope.lookup(call.callee.expr.name)
+            if isinstance(b, _Table):
+                return b
+        return None
+
+    def store(self, target: ir.Expr, t: T.Type, rhs: V, em: list, node: Any) -> None:
+        if isinstance(t, T.VarbitT):
+            raise unsupported("assigning a varbit value", node)
+        if isinstance(t, (T.StructLikeT, T.StackT)):
+            if isinstance(rhs.code, _Init):
+                assert isinstance(t, T.StructLikeT)
+                tmp = self.local("init", t, em, node)
+                self.init_into(tmp, t, rhs.code, em, node)
+                em.append(ir.Assign(target, tmp))
+                return
+            em.append(ir.Assign(target, self.to_ir(rhs, node)))
+            return
+        em.append(ir.Assign(target, self.coerce(rhs, t, node)))
+
+    def init_into(self, target: ir.Expr, t: T.StructLikeT, init: _Init, em: list, node: Any) -> None:
+        for fname, v in init.items:
+            ft = t.field_type(fname)
+            assert ft is not None
+            self.store(ir.Member(target, fname, self.irt(ft, node)), ft, v, em, node)
+        if t.is_header:
+            em.append(ir.SetValid(target, True))
+
+    # ------------------------------------------------------------------ statements
+    def stmts(self, ss: list[A.Stmt], scope: Scope, em: list, fc: _Ctx) -> None:
+        for s in ss:
+            self.stmt(s, scope, em, fc)
+
+    def stmt(self, s: A.Stmt, scope: Scope, em: list, fc: _Ctx) -> None:
+        if isinstance(s, A.Assign):
+            tt = None if isinstance(s.lhs, A.Slice) else self.value(s.lhs, scope, []).type
+            rhs = self.value(s.rhs, scope, em, want=tt)
+            self.assign(s.lhs, rhs, scope, em, s)
+        elif isinstance(s, A.CallStmt):
+            v = self.expr(s.call, scope, em)
+            if v.bind is not None and isinstance(v.bind, tuple) and v.bind[0] == "apply":
+                self.apply_table(v.bind[1], scope, em, s)
+        elif isinstance(s, A.Block):
+            self.stmts(s.stmts, Scope(scope), em, fc)
+        elif isinstance(s, A.If):
+            c = self.value(s.cond, scope, em)
+            then: list[ir.Stmt] = []
+            other: list[ir.Stmt] = []
+            if c.is_const:
+                self.stmt(s.then if c.const else (s.other or A.EmptyStmt()), Scope(scope), em, fc)
+                return
+            self.stmt(s.then, Scope(scope), then, fc)
+            if s.other is not None:
+                self.stmt(s.other, Scope(scope), other, fc)
+            em.append(ir.If(self.to_ir(c, s.cond), then, other))
+        elif isinstance(s, A.Exit):
+            if fc.in_parser:
+                raise unsupported("exit in a parser", s)
+            for outs in reversed(fc.copy_outs):
+                em.extend(outs)
+            em.append(ir.Exit())
+        elif isinstance(s, A.Return):
+            if fc.in_parser:
+                raise unsupported("return in a parser", s)
+            if s.value is not None:
+                assert fc.ret is not None and fc.ret_type is not None
+                v = self.value(s.value, scope, em, want=fc.ret_type)
+                self.store(fc.ret, fc.ret_type, v, em, s)
+            if fc.label is None:
+                raise unsupported("return here", s)
+            em.append(ir.Leave(fc.label))
+        elif isinstance(s, A.EmptyStmt):
+            pass
+        elif isinstance(s, A.VarDecl):
+            t = self.resolve_type(s.type, scope)
+            var = self.local(s.name, t, em, s)
+            if s.init is not None:
+                v = self.value(s.init, scope, em, want=t)
+                self.store(var, t, v, em, s)
+            scope.add(s.name, Var(var, t))  # type: ignore[arg-type]
+        elif isinstance(s, A.ConstDecl):
+            t = self.resolve_type(s.type, scope)
+            v = self.value(s.value, scope, em, want=t)
+            if not v.is_const:
+                raise unsupported(f"a non-constant const {s.name}", s)
+            scope.add(s.name, Const(self.coerce_const(v, t, s), t))
+        elif isinstance(s, A.Switch):
+            self.switch(s, scope, em, fc)
+        else:
+            raise unsupported(f"the statement {type(s).__name__}", s)
+
+    def switch(self, s: A.Switch, scope: Scope, em: list, fc: _Ctx) -> None:
+        v = self.expr(s.expr, scope, em)
+        on_action = isinstance(v.bind, tuple) and v.bind[0] == "action_run"
+        key = v.code if on_action else self.to_ir(v, s.expr)
+        assert isinstance(key, ir.Expr)
+        cases: list[ir.SwitchCase] = []
+        pending: list[int] = []
+        for case in s.cases:
+            if isinstance(case.label, A.DefaultExpr):
+                body: list[ir.Stmt] = []
+                if case.body is not None:
+                    self.stmt(case.body, Scope(scope), body, fc)
+                cases.append(ir.SwitchCase([], body))
+                pending = []
+                continue
+            if on_action:
+                b = scope.lookup(case.label.name)  # type: ignore[union-attr]
+                assert isinstance(b, ActionBind)
+                if b.p4name not in self.action_no:
+                    raise unsupported(f"action {b.p4name} in this switch", case.label)
+                pending.append(self.action_no[b.p4name])
+            else:
+                lv = self.value(case.label, scope, [], want=v.type)
+                c = self.coerce(lv, v.type, case.label)
+                assert isinstance(c, ir.Const)
+                pending.append(c.value)
+            if case.body is None:
+                continue
+            body = []
+            self.stmt(case.body, Scope(scope), body, fc)
+            cases.append(ir.SwitchCase(pending, body))
+            pending = []
+        em.append(ir.Switch(key, cases))
+
+    # ------------------------------------------------------------------ blocks
+    def bind_ctor(self, decl: Any, p4name: str, ctor_args: list[A.Arg], outer: Scope, scope: Scope) -> None:
+        if not decl.ctor_params:
+            return
+        args = ordered_args(A.Call(A.NameExpr(decl.name), [], ctor_args, loc=decl.loc), decl.ctor_params,
+                            decl.name)
+        for p, a in zip(decl.ctor_params, args, strict=False):
+            if a is None:
+                continue
+            pt = self.resolve_type(p.type, scope)
+            if isinstance(a, A.Construct):
+                bt = self.resolve_type(a.type, outer)
+                if isinstance(bt, T.BlockT):
+                    scope.add(p.name, _SubBlock(bt.decl, f"{p4name}.{p.name}", a.args, outer))
+                    continue
+            v = self.value(a, outer, [], want=pt)
+            scope.add(p.name, Const(self.coerce_const(v, pt, a), pt))
+
+    def block_locals(self, decl: Any, p4name: str, scope: Scope, em: list, fc: _Ctx) -> None:
+        for loc in decl.locals:
+            if isinstance(loc, (A.ConstDecl, A.VarDecl)):
+                self.stmt(loc, scope, em, fc)
+            elif isinstance(loc, A.Instance):
+                self.instance(loc, scope, p4name)
+            elif isinstance(loc, A.ActionDecl):
+                scope.add(loc.name, ActionBind(loc, "", self.p4_name(loc.name, loc.annotations, p4name), scope))
+            elif isinstance(loc, A.TableDecl):
+                tn = self.p4_name(loc.name, loc.annotations, p4name)
+                scope.add(loc.name, _Table(loc, scope, tn, self.table_no[tn]))
+            elif isinstance(loc, A.ValueSetDecl):
+                vn = self.p4_name(loc.name, loc.annotations, p4name)
+                scope.add(loc.name, _ValueSet(self.vs_no[vn], self.resolve_type(loc.type, scope)))
+            else:
+                raise unsupported(f"the declaration {type(loc).__name__}", loc)
+
+    def instance(self, d: A.Instance, scope: Scope, prefix: str) -> None:
+        t = self.resolve_type(d.type, scope)
+        p4name = self.p4_name(d.name, d.annotations, prefix)
+        if isinstance(t, T.BlockT):
+            scope.add(d.name, _SubBlock(t.decl, p4name, d.args, scope))
+            return
+        assert isinstance(t, T.ExternT)
+        kind = t.extern_name
+        if kind in ("action_profile", "action_selector"):
+            raise unsupported(kind, d)
+        scope.add(d.name, ExternInst(p4name, t, p4name, d))
+
+    def inline_control(self, decl: Any, p4name: str, ctor_args: list[A.Arg], outer: Scope,
+                       binds: dict[str, V], em: list, fc: _Ctx, top: bool = False) -> None:
+        if not isinstance(decl, A.ControlDecl):
+            raise unsupported(f"applying {getattr(decl, 'name', '?')} here", decl)
+        scope = Scope(self.g, kind="block")
+        self.bind_ctor(decl, p4name, ctor_args, outer, scope)
+        for p in decl.params:
+            if p.name in binds:
+                b = binds[p.name]
+                scope.add(p.name, Var(b.code, b.type, True, p.direction))
+            else:
+                scope.add(p.name, Var(None, self.resolve_type(p.type, scope), False, p.direction))  # type: ignore
+        label = self.uniq("L_ctl")
+        body: list[ir.Stmt] = []
+        inner = _Ctx(label=label, copy_outs=fc.copy_outs)
+        self.block_locals(decl, p4name, scope, body, inner)
+        self.stmts(decl.apply.stmts, scope, body, inner)
+        em.append(ir.Labeled(label, body))
+
+    def lower_parser(self, decl: A.ParserDecl, p4name: str, ctor_args: list[A.Arg], binds: dict[str, V]
+                     ) -> ir.Parser:
+        scope = Scope(self.g, kind="block")
+        self.bind_ctor(decl, p4name, ctor_args, self.g, scope)
+        for p in decl.params:
+            t = self.resolve_type(p.type, scope)
+            if p.name in binds:
+                scope.add(p.name, Var(binds[p.name].code, t, True, p.direction))
+            else:
+                scope.add(p.name, Var("packet", t, False, p.direction))  # type: ignore[arg-type]
+        fc = _Ctx(in_parser=True)
+        init: list[ir.Stmt] = []
+        self.block_locals(decl, p4name, scope, init, fc)
+        names = {s.name for s in decl.states}
+        states = []
+        for s in decl.states:
+            body: list[ir.Stmt] = list(init) if s.name == "start" else []
+            st_scope = Scope(scope, kind="state")
+            self.stmts(s.stmts, st_scope, body, fc)
+            states.append(ir.ParserState(s.name, body, self.transition(s, st_scope, body, names)))
+        return ir.Parser("start", states)
+
+    def transition(self, s: A.ParserState, scope: Scope, em: list, names: set[str]) -> str | ir.Select:
+        tr = s.transition
+        if tr is None:
+            return "reject"
+        if isinstance(tr, str):
+            return tr
+        keys = [self.value(x, scope, em) for x in tr.exprs]
+        kir = [self.to_ir(k, x) for k, x in zip(keys, tr.exprs, strict=False)]
+        cases = []
+        for case in tr.cases:
+            ks = case.keyset.items if isinstance(case.keyset, A.TupleKeyset) else [case.keyset]
+            if len(ks) == 1 and len(keys) > 1 and isinstance(ks[0], (A.DefaultExpr, A.DontCare)):
+                ks = ks * len(keys)
+            if len(ks) == 1 and isinstance(ks[0], A.NameExpr) and isinstance(scope.lookup(ks[0].name), _ValueSet):
+                cases.append(ir.SelectCase([], case.state, scope.lookup(ks[0].name).number))
+                continue
+            sets = [self.keyset(x, k.type, scope) for x, k in zip(ks, keys, strict=False)]
+            cases.append(ir.SelectCase(sets, case.state))
+        return ir.Select(kir, cases)
+
+    def keyset(self, x: A.Expr, kt: T.Type, scope: Scope) -> ir.Keyset:
+        if isinstance(x, (A.DefaultExpr, A.DontCare)):
+            return ir.KsDefault()
+
+        def c(e: A.Expr) -> int:
+            v = self.coerce(self.value(e, scope, [], want=kt), kt, e)
+            if not isinstance(v, ir.Const):
+                raise unsupported("a non-constant select case", e)
+            return v.value
+
+        if isinstance(x, A.Mask):
+            m = c(x.mask)
+            return ir.KsMask(c(x.value) & m, m)
+        if isinstance(x, A.RangeExpr):
+            return ir.KsRange(c(x.lo), c(x.hi))
+        if isinstance(x, A.NameExpr) and isinstance(scope.lookup(x.name), _ValueSet):
+            raise unsupported("a value_set inside a tuple keyset", x)
+        return ir.KsValue(c(x))
+
+    # ------------------------------------------------------------------ tables
+    def apply_table(self, tb: Any, scope: Scope, em: list, node: Any, hit: ir.Var | None = None,
+                    action_run: ir.Var | None = None) -> None:
+        assert isinstance(tb, _Table), tb
+        d = tb.decl
+        spec = self.cp.tables[tb.number]
+        key_prop = d.prop("key")
+        keys = []
+        for k in key_prop.value if key_prop is not None else []:
+            if k.match_kind == "selector":
+                continue
+            keys.append(self.to_ir(self.value(k.expr, tb.scope, em), k.expr))
+        refs = {}
+        act_prop = d.prop("actions")
+        for r in act_prop.value if act_prop is not None else []:
+            b = tb.scope.lookup(r.name)
+            refs[b.p4name] = (b, r)
+        cases = []
+        for aname in spec.action_fns:
+            if aname in refs:
+                b, r = refs[aname]
+            else:
+                b, r = tb.scope.lookup("NoAction"), None
+            cparams = [p for p in b.decl.params if p.direction == ""]
+            dparams = [p for p in b.decl.params if p.direction != ""]
+            pvars = []
+            args: dict[str, Any] = {}
+            body: list[ir.Stmt] = []
+            for i, p in enumerate(cparams):
+                pt = self.resolve_type(p.type, b.scope)
+                var = ir.Var(self.uniq("a_" + p.name), self.irt(pt, p))
+                pvars.append(var)
+                args[p.name] = V(var, pt)
+            if dparams:
+                for p, a in zip(dparams, r.args if r is not None else [], strict=False):
+                    args[p.name] = a.value
+            self.inline_action(b, args, tb.scope, body, _Ctx(copy_outs=[]), node)
+            cases.append(ir.ActionCase(self.action_no[aname], pvars, body))
+        em.append(ir.TableApply(tb.number, keys, cases, hit, action_run))
+
+    # ------------------------------------------------------------------ calls
+    def call(self, e: A.Call, scope: Scope, em: Any, want: Any) -> V:
+        callee = e.callee
+        if isinstance(callee, A.Member):
+            tb = self.table_of_apply(e, scope)
+            if tb is not None:
+                return V("None", T.VOID, bind=("apply", tb))
+            method = callee.member
+            if method == "apply" and isinstance(callee.expr, A.NameExpr):
+                b = scope.lookup(callee.expr.name)
+                if isinstance(b, _SubBlock):
+                    self.apply_sub(b, e, scope, em)
+                    return V("None", T.VOID)
+            base = self.expr(callee.expr, scope, em)
+            if isinstance(base.bind, ExternInst):
+                return self.extern_method(base.bind, method, e, scope, em)
+            if base.bind is not None:
+                raise unsupported(f"the method {method} of {self.text(callee.expr)}", e)
+            bt = base.type
+            if method in _SIZE_METHODS and isinstance(bt, (T.StructLikeT, T.StackT)):
+                bits = _size_bits(bt, method.startswith("max"))
+                n = (bits + 7) // 8 if method.endswith("Bytes") else bits
+                return V(str(n), T.INT, const=n)
+            if isinstance(bt, T.ExternT) and bt.extern_name == "packet_in":
+                return self.packet_in(method, e, scope, em)
+            if isinstance(bt, T.ExternT) and bt.extern_name == "packet_out":
+                for a in e.args:
+                    v = self.value(a.value, scope, em)
+                    self.emit_value(self.to_ir(v, a.value), v.type, em, e)
+                return V("None", T.VOID)
+            b_ir = self.to_ir(base, callee.expr)
+            if isinstance(bt, T.StructLikeT) and bt.is_header:
+                if method == "isValid":
+                    return V(ir.IsValid(b_ir), T.BOOL)
+                union = self.union_of(callee.expr, scope)
+                self.emit(em, ir.SetValid(b_ir, method == "setValid", union), e)
+                return V("None", T.VOID)
+            if isinstance(bt, T.StructLikeT) and bt.is_union and method == "isValid":
+                return V(ir.IsValid(b_ir), T.BOOL)
+            if isinstance(bt, T.StackT) and method in ("push_front", "pop_front"):
+                self.emit(em, ir.StackShift(b_ir, method, self.const_int(e.args[0].value, scope)), e)
+                return V("None", T.VOID)
+            raise unsupported(f"the method {method} of {bt} values", e)
+        if isinstance(callee, A.NameExpr):
+            b = scope.lookup(callee.name)
+            if isinstance(b, ActionBind):
+                args = ordered_args(e, b.decl.params, f"action {b.decl.name}")
+                self.inline_action(b, {p.name: a for p, a in zip(b.decl.params, args, strict=False)}, scope, em,
+                                   _Ctx(copy_outs=[]), e)
+                return V("None", T.VOID)
+            if isinstance(b, FuncBind):
+                return self.inline_function(b, e, scope, em)
+            if isinstance(b, ExternFuncBind):
+                return self.extern_function(callee.name, e, scope, em)
+        raise unsupported("this call", e)
+
+    def union_of(self, e: A.Expr, scope: Scope) -> ir.Expr | None:
+        if isinstance(e, A.Member):
+            base = self.expr(e.expr, scope, [])
+            if isinstance(base.type, T.StructLikeT) and base.type.is_union:
+                return self.to_ir(base, e.expr)
+        return None
+
+    def bind_params(self, params: list[A.Param], args: dict[str, Any], pscope: Scope, caller: Scope,
+                    inner: Scope, em: list, node: Any) -> list[ir.Stmt]:
+        """Bind callee parameters in `inner`; returns the copy-out statements (P4-16 6.8: copy-in/out;
+        headers and structs passed by reference for inout/out, as the Python back end does)."""
+        outs: list[ir.Stmt] = []
+        for p in params:
+            pt = self.resolve_type(p.type, pscope)
+            if isinstance(pt, T.ExternT):
+                if pt.extern_name in ("packet_in", "packet_out"):
+                    inner.add(p.name, Var("packet", pt, False, p.direction))  # type: ignore[arg-type]
+                    continue
+                a = args.get(p.name)
+                if isinstance(a, A.Expr):
+                    inner.add(p.name, self.expr(a, caller, em).bind)
+                    continue
+                raise unsupported(f"the extern parameter {p.name}", p)
+            a = args.get(p.name)
+            composite = isinstance(pt, (T.StructLikeT, T.StackT))
+            if isinstance(a, V):  # already lowered (control-plane action arguments)
+                inner.add(p.name, Var(a.code, pt, True, p.direction))
+                continue
+            if a is None:
+                var = self.local(p.name, pt, em, p)
+                inner.add(p.name, Var(var, pt, True, p.direction))  # type: ignore[arg-type]
+                continue
+            if composite and p.direction in ("out", "inout"):
+                target, _ = self.lvalue_ir(a, caller, em)
+                if p.direction == "out":
+                    self.invalidate(target, pt, em)
+                inner.add(p.name, Var(target, pt, True, p.direction))  # type: ignore[arg-type]
+                continue
+            if p.direction == "out":
+                var = self.local(p.name, pt, em, p)
+            else:
+                var = self.local(p.name, pt, em, p)
+                self.store(var, pt, self.value(a, caller, em, want=pt), em, a)
+            inner.add(p.name, Var(var, pt, True, p.direction))  # type: ignore[arg-type]
+            if p.direction in ("out", "inout"):
+                tmp: list[ir.Stmt] = []
+                self.assign(a, V(var, pt), caller, tmp, a)
+                outs.extend(tmp)
+        return outs
+
+    def invalidate(self, target: ir.Expr, t: T.Type, em: list) -> None:
+        if isinstance(t, T.StructLikeT):
+            if t.is_header:
+                em.append(ir.SetValid(target, False))
+                return
+            for n, ft in t.fields:
+                if isinstance(ft, (T.StructLikeT, T.StackT)):
+                    self.invalidate(ir.Member(target, n, self.irt(ft, None)), ft, em)
+        elif isinstance(t, T.StackT):
+            for i in range(t.size):
+                self.invalidate(ir.Index(target, ir.Const(i, ir.Bits(32)), self.irt(t.element, None)),
+                                t.element, em)
+
+    def inline_action(self, b: ActionBind, args: dict[str, Any], caller: Scope, em: list, fc: _Ctx,
+                      node: Any) -> None:
+        inner = Scope(b.scope, kind="action")
+        body: list[ir.Stmt] = []
+        outs = self.bind_params(b.decl.params, args, b.scope, caller, inner, body, node)
+        label = self.uniq("L_act")
+        code: list[ir.Stmt] = []
+        self.stmts(b.decl.body.stmts, inner, code, _Ctx(label=label, copy_outs=fc.copy_outs + [outs]))
+        body.append(ir.Labeled(label, code))
+        body.extend(outs)
+        em.extend(body)
+
+    def inline_function(self, b: FuncBind, e: A.Call, scope: Scope, em: Any) -> V:
+        if not isinstance(em, list):
+            raise unsupported("a function call in a compile-time expression", e)
+        proto = b.decl.proto
+        args = ordered_args(e, proto.params, f"function {proto.name}")
+        inner = Scope(b.scope, kind="function")
+        outs = self.bind_params(proto.params, {p.name: a for p, a in zip(proto.params, args, strict=False)},
+                                b.scope, scope, inner, em, e)
+        rt = self.resolve_type(proto.return_type, b.scope)
+        ret = None if isinstance(rt, T.VoidT) else self.local("ret", rt, em, e)
+        label = self.uniq("L_fn")
+        code: list[ir.Stmt] = []
+        self.stmts(b.decl.body.stmts, inner, code,
+                   _Ctx(label=label, ret=ret, ret_type=None if ret is None else rt, copy_outs=[outs]))
+        em.append(ir.Labeled(label, code))
+        em.extend(outs)
+        return V(ret, rt) if ret is not None else V("None", T.VOID)
+
+    def apply_sub(self, b: _SubBlock, e: A.Call, scope: Scope, em: list) -> None:
+        if isinstance(b.decl, A.ParserDecl):
+            raise unsupported("sub-parsers", e)
+        params = b.decl.params
+        args = ordered_args(e, params, f"{b.decl.name}.apply")
+        binds: dict[str, V] = {}
+        pre: list[ir.Stmt] = []
+        tmp_scope = Scope(self.g)
+        outs = self.bind_params(params, {p.name: a for p, a in zip(params, args, strict=False)}, tmp_scope,
+                                scope, tmp_scope, pre, e)
+        for p in params:
+            v = tmp_scope.lookup_local(p.name)
+            if isinstance(v, Var) and v.code != "packet":
+                binds[p.name] = V(v.code, v.type)
+        em.extend(pre)
+        self.inline_control(b.decl, b.p4name, b.ctor_args, b.outer, binds, em, _Ctx(copy_outs=[]))
+        em.extend(outs)
+
+    # ------------------------------------------------------------------ packets
+    def packet_in(self, method: str, e: A.Call, scope: Scope, em: Any) -> V:
+        if method == "extract":
+            target = e.args[0].value
+            bits = self.rv(e.args[1].value, scope, em) if len(e.args) == 2 else None
+            if isinstance(target, A.Member) and target.member == "next":
+                stack = self.value(target.expr, scope, em)
+                ht = self.irt(stack.type.element, e)  # type: ignore[union-attr]
+                if not isinstance(ht, ir.Header):
+                    raise unsupported("extracting into a stack of header unions", e)
+                self.emit(em, ir.Extract(self.to_ir(stack, target.expr), ht, bits, next=True), e)
+                return V("None", T.VOID)
+            h = self.value(target, scope, em)
+            ht = self.irt(h.type, e)
+            assert isinstance(ht, ir.Header)
+            self.emit(em, ir.Extract(self.to_ir(h, target), ht, bits, union=self.union_of(target, scope)), e)
+            return V("None", T.VOID)
+        if method == "lookahead":
+            t = self.resolve_type(e.type_args[0], scope)
+            if isinstance(t, T.BitT):
+                return V(ir.Lookahead(t.width, self.irt(t, e)), t)
+            if isinstance(t, T.BoolT):
+                return V(ir.Cast(ir.Lookahead(1, ir.Bits(1)), ir.BOOL), t)
+            if isinstance(t, T.StructLikeT) and t.is_header:
+                ht = self.irt(t, e)
+                assert isinstance(ht, ir.Header)
+                if ht.has_varbit:
+                    raise unsupported("lookahead of a header with a varbit field", e)
+                tmp = self.local("look", t, em, e)
+                self.emit(em, ir.LookaheadHeader(tmp, ht), e)
+                return V(tmp, t)
+            raise unsupported(f"lookahead of {t}", e)
+        if method == "advance":
+            self.emit(em, ir.Advance(self.rv(e.args[0].value, scope, em)), e)
+            return V("None", T.VOID)
+        if method == "length":
+            return V(ir.PacketLength(), T.BitT(32))
+        raise unsupported(f"packet_in.{method}", e)
+
+    def emit_value(self, x: ir.Expr, t: T.Type, em: Any, node: Any) -> None:
+        if isinstance(t, T.StructLikeT):
+            if t.is_header:
+                ht = self.irt(t, node)
+                assert isinstance(ht, ir.Header)
+                self.emit(em, ir.Emit(x, ht), node)
+                return
+            for n, ft in t.fields:
+                self.emit_value(ir.Member(x, n, self.irt(ft, node)), ft, em, node)
+            return
+        if isinstance(t, T.StackT):
+            for i in range(t.size):
+                self.emit_value(ir.Index(x, ir.Const(i, ir.Bits(32)), self.irt(t.element, node)), t.element,
+                                em, node)
+            return
+        raise unsupported(f"emitting a {t} value", node)
+
+    # ------------------------------------------------------------------ field lists
+    def flatten(self, e: A.Expr | None, scope: Scope, em: list, node: Any) -> list[ir.FieldListItem]:
+        if e is None:
+            return []
+        items = e.items if isinstance(e, A.ListExpr) else [e]
+        out: list[ir.FieldListItem] = []
+        for it in items:
+            if isinstance(it, A.ListExpr):
+                out.extend(self.flatten(it, scope, em, node))
+                continue
+            v = self.value(it, scope, em)
+            if isinstance(v.code, _Init):
+                for _, fv in v.code.items:
+                    self.flatten_value(self.to_ir(fv, it), fv.type, None, out, it)
+                continue
+            if v.is_const and isinstance(v.type, T.IntT):
+                raise unsupported("an integer of unknown width in a field list", it)
+            self.flatten_value(self.to_ir(v, it), v.type, None, out, it)
+        return out
+
+    def flatten_value(self, x: ir.Expr, t: T.Type, valid: ir.Expr | None, out: list[ir.FieldListItem],
+                      node: Any) -> None:
+        if isinstance(t, T.StructLikeT):
+            if t.is_header:
+                valid = ir.IsValid(x) if valid is None else ir.BinOp("land", valid, ir.IsValid(x), ir.BOOL)
+            if t.is_union:
+                raise unsupported("a header union in a field list", node)
+            for n, ft in t.fields:
+                self.flatten_value(ir.Member(x, n, self.irt(ft, node)), ft, valid, out, node)
+            return
+        if isinstance(t, T.StackT):
+            for i in range(t.size):
+                self.flatten_value(ir.Index(x, ir.Const(i, ir.Bits(32)), self.irt(t.element, node)), t.element,
+                                   valid, out, node)
+            return
+        it = self.irt(t, node)
+        out.append(ir.FieldListItem(x, -1 if isinstance(it, ir.Varbit) else ir.wire_width(it), valid))
+
+    def field_list_id(self, e: A.Expr | None, scope: Scope) -> int:
+        """A field list id for clone3/resubmit/recirculate given a list of metadata fields."""
+        paths: list[list[str]] = []
+        items = [] if e is None else (e.items if isinstance(e, A.ListExpr) else [e])
+        for it in items:
+            x = self.to_ir(self.value(it, scope, []), it)
+            path: list[str] = []
+            while isinstance(x, ir.Member):
+                path.insert(0, x.field)
+                x = x.base
+            if isinstance(x, ir.Var) and x.name in ("meta", "sm"):
+                paths.append([x.name, *path])
+        key = tuple(tuple(p) for p in paths)
+        if key not in self.synth_fl:
+            fid = SYNTH_FIELD_LIST_BASE + len(self.synth_fl)
+            self.synth_fl[key] = fid
+            self.field_lists[fid] = paths
+        return self.synth_fl[key]
+
+    # ------------------------------------------------------------------ externs
+    def algo(self, e: A.Expr, scope: Scope) -> int:
+        v = self.value(e, scope, [])
+        name = str(v.const).split(".")[-1]
+        if name not in ALGORITHMS:
+            raise unsupported(f"the hash algorithm {name}", e)
+        return ALGORITHMS[name]
+
+    def call_into(self, lhs: A.Expr, call: ir.ExternCall, scope: Scope, em: list, node: Any) -> None:
+        """Run an extern whose result goes to an lvalue: into a fresh local, then assigned."""
+        t = self.value(lhs, scope, []).type
+        tmp = self.local("x", t, em, node)
+        call.dest = tmp
+        em.append(call)
+        self.assign(lhs, V(tmp, t), scope, em, node)
+
+    def extern_method(self, inst: ExternInst, method: str, e: A.Call, scope: Scope, em: Any) -> V:
+        kind = inst.type.extern_name  # type: ignore[attr-defined]
+        args = [a.value for a in e.args]
+        u32 = T.BitT(32)
+        if kind == "register":
+            no = self.reg_no[inst.p4name]
+            if method == "read":
+                self.call_into(args[0], ir.ExternCall("register_read", no, [self.rv(args[1], scope, em, u32)]),
+                               scope, em, e)
+                return V("None", T.VOID)
+            et = inst.type.type_args[0] if inst.type.type_args else u32  # type: ignore[attr-defined]
+            self.emit(em, ir.ExternCall("register_write", no, [self.rv(args[0], scope, em, u32),
+                                                                 self.rv(args[1], scope, em, et)]), e)
+            return V("None", T.VOID)
+        if kind == "counter" and method == "count":
+            self.emit(em, ir.ExternCall("counter_count", self.counter_no[inst.p4name],
+                                        [self.rv(args[0], scope, em, u32)]), e)
+            return V("None", T.VOID)
+        if kind == "direct_counter":
+            return V("None", T.VOID)  # counted by the table on every hit
+        if kind == "meter" and method == "execute_meter":
+            self.call_into(args[1], ir.ExternCall("meter_execute", self.meter_no[inst.p4name],
+                                                  [self.rv(args[0], scope, em, u32)]), scope, em, e)
+            return V("None", T.VOID)
+        if kind == "direct_meter" and method == "read":
+            self.call_into(args[0], ir.ExternCall("direct_meter_read", self.dmeter_no[inst.p4name]), scope, em, e)
+            return V("None", T.VOID)
+        if kind == "Checksum16" and method == "get":
+            tmp = self.local("csum", T.BitT(16), em, e)
+            self.emit(em, ir.ExternCall("csum", ALGORITHMS["csum16"], [], tmp,
+                                        self.flatten(args[0], scope, em, e)), e)
+            return V(tmp, T.BitT(16))
+        raise unsupported(f"{kind}.{method}", e)
+
+    def extern_function(self, name: str, e: A.Call, scope: Scope, em: Any) -> V:
+        args = [a.value for a in e.args]
+        none = V("None", T.VOID)
+        if name == "static_assert":
+            return V("True", T.BOOL, True)
+        if not isinstance(em, list):
+            raise unsupported(f"{name} in a compile-time expression", e)
+        if name == "verify":
+            em.append(ir.Verify(self.rv(args[0], scope, em), self.rv(args[1], scope, em, T.ERROR)))
+            return none
+        if name == "mark_to_drop":
+            sm = self.rv(args[0], scope, em) if args else ir.Var("sm", ir.Bits(64))
+            em.append(ir.Assign(ir.Member(sm, "egress_spec", ir.Bits(9)), ir.Const(511, ir.Bits(9))))
+            em.append(ir.Assign(ir.Member(sm, "mcast_grp", ir.Bits(16)), ir.Const(0, ir.Bits(16))))
+            return none
+        if name == "hash":
+            base = self.rv(args[2], scope, em, T.BitT(64) if isinstance(self.value(args[2], scope, []).type,
+                                                                         T.IntT) else None)
+            mx = self.rv(args[4], scope, em, T.BitT(64) if isinstance(self.value(args[4], scope, []).type,
+                                                                       T.IntT) else None)
+            call = ir.ExternCall("hash", self.algo(args[1], scope), [base, mx], None,
+                                 self.flatten(args[3], scope, em, e))
+            self.call_into(args[0], call, scope, em, e)
+            return none
+        if name == "random":
+            t = self.value(args[0], scope, []).type
+            call = ir.ExternCall("random", 0, [self.rv(args[1], scope, em, t), self.rv(args[2], scope, em, t)])
+            self.call_into(args[0], call, scope, em, e)
+            return none
+        if name in ("verify_checksum", "verify_checksum_with_payload", "update_checksum",
+                    "update_checksum_with_payload"):
+            cond = self.rv(args[0], scope, em)
+            t = self.value(args[2], scope, []).type
+            tmp = self.local("csum", t, em, e)
+            body: list[ir.Stmt] = [ir.ExternCall("csum", self.algo(args[3], scope), [], tmp,
+                                                 self.flatten(args[1], scope, em, e),
+                                                 payload=name.endswith("_with_payload"))]
+            if name.startswith("verify"):
+                ck = self.rv(args[2], scope, em, t)
+                sm = ir.Var("sm", ir.Bits(64))
+                body.append(ir.If(ir.BinOp("ne", tmp, ck, ir.BOOL),
+                                  [ir.Assign(ir.Member(sm, "checksum_error", ir.Bits(1)), ir.Const(1, ir.Bits(1)))],
+                                  []))
+            else:
+                self.assign(args[2], V(tmp, t), scope, body, e)
+            em.append(ir.If(cond, body, []))
+            return none
+        if name == "digest":
+            want = self.resolve_type(e.type_args[0], scope) if e.type_args else None
+            v = self.value(args[1], scope, em, want=want)
+            if not isinstance(v.type, T.StructLikeT):
+                raise unsupported("digest data that is not a struct", e)
+            if isinstance(v.code, _Init):
+                vals = [self.coerce(fv, v.type.field_type(n), e) for n, fv in v.code.items]  # type: ignore
+            else:
+                base = self.to_ir(v, args[1])
+                vals = [ir.Member(base, n, self.irt(ft, e)) for n, ft in v.type.fields]
+            for (n, ft) in v.type.fields:
+                if not isinstance(self.irt(ft, e), (ir.Bits, ir.Bool)):
+                    raise unsupported(f"digest field {n} of type {ft}", e)
+            em.append(ir.ExternCall("digest", self.digest_no[v.type.type_name], vals))
+            return none
+        if name in ("clone", "clone3", "clone_preserving_field_list"):
+            ctype = self.value(args[0], scope, [])
+            e2e = int(str(ctype.const).endswith("E2E"))
+            session = self.rv(args[1], scope, em, T.BitT(32))
+            if name == "clone":
+                fl = self.field_list_id(None, scope)
+            elif name == "clone3":
+                fl = self.field_list_id(args[2], scope)
+            else:
+                fl = self.const_int(args[2], scope)
+                self.field_lists.setdefault(fl, [])
+            em.append(ir.ExternCall("clone", fl, [ir.Const(e2e, ir.Bits(1)), session]))
+            return none
+        if name in ("resubmit", "recirculate"):
+            em.append(ir.ExternCall(name, self.field_list_id(args[0] if args else None, scope)))
+            return none
+        if name in ("resubmit_preserving_field_list", "recirculate_preserving_field_list"):
+            fl = self.const_int(args[0], scope)
+            self.field_lists.setdefault(fl, [])
+            em.append(ir.ExternCall(name.split("_")[0], fl))
+            return none
+        if name == "truncate":
+            em.append(ir.ExternCall("truncate", 0, [self.rv(args[0], scope, em, T.BitT(32))]))
+            return none
+        if name in ("assert", "assume"):
+            em.append(ir.ExternCall("assert", 0, [self.rv(args[0], scope, em)], text=str(e.loc)))
+            return none
+        if name == "log_msg":
+            msg = self.value(args[0], scope, [])
+            vals = []
+            if len(args) > 1:
+                items = args[1].items if isinstance(args[1], A.ListExpr) else [args[1]]
+                for it in items:
+                    v = self.value(it, scope, em)
+                    vals.append(self.to_ir(v, it, T.BitT(64) if isinstance(v.type, T.IntT) else None))
+            em.append(ir.ExternCall("log_msg", 0, vals, text=str(msg.const)))
+            return none
+        raise unsupported(f"the extern function {name}", e)
+
+
+def _declared_field_lists(cp: CompiledProgram) -> dict[int, list[tuple[str, ...]]]:
+    from p4compiler.python_backend import _field_lists
+
+    return _field_lists(cp.meta_type)
+
+
+def lower_program(compiled: CompiledProgram) -> ir.Program:
+    """Lower a program the Python back end has compiled (and so type-checked) into the IR."""
+    from p4compiler.frontend.parser import parse_text
+
+    if not compiled.p4_source:
+        raise NativeUnsupported("the program's P4 source text is not available")
+    prog = parse_text(compiled.p4_source, compiled.filename or "<program>")
+    lw = Lower(compiled, prog)
+    try:
+        return lw.lower()
+    except NativeUnsupported:
+        raise
+    except P4Error as e:  # the Python back end accepted it, so this is a gap of the lowering
+        raise NativeUnsupported(f"the native backend cannot lower this program yet: {e.message}", e.file,
+                                e.line, e.col) from None
+
+
+__all__ = ["NativeUnsupported", "lower_program", "Lower"]
