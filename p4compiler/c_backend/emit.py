@@ -140,6 +140,7 @@ class CEmitter:
         self.fn = _Fn("")
         self.in_parser = False
         self.zero_objs: set[str] = set()
+        self.sink_objs: set[str] = set()
         self.err = {n: i for i, n in enumerate(prog.errors)}
 
     # ------------------------------------------------------------------ entry
@@ -156,7 +157,8 @@ class CEmitter:
         body.extend(self.preserve_fn())
         for t in sorted(self.zero_objs):
             out.append(f"static const {t} ss__zero_{t};")
-            out.append(f"static {t} ss__sink_{t};")
+        for t in sorted(self.sink_objs):
+            out.append(f"static {t} ss__sink_{t};  /* writes to out-of-range stack elements */")
         out.extend(body)
         out.append("static void ss_init(void *vs) { memset(vs, 0, sizeof(ss_state)); }")
         names = ", ".join(_cstr(e) for e in self.p.errors)
@@ -246,12 +248,13 @@ class CEmitter:
         base = self.lv(e.base) if write else self.x(e.base)
         st = e.base.type
         assert isinstance(st, ir.Stack)
+        objs = self.sink_objs if write else self.zero_objs
         if isinstance(e.index, ir.Const):
             if e.index.value >= st.size:
-                self.zero_objs.add(st.element.name)
+                objs.add(st.element.name)
                 return f"ss__{'sink' if write else 'zero'}_{st.element.name}"
             return f"{base}.e[{e.index.value}]"
-        self.zero_objs.add(st.element.name)
+        objs.add(st.element.name)
         i = self.x(e.index)
         other = f"&ss__sink_{st.element.name}" if write else f"&ss__zero_{st.element.name}"
         return f"(*((uint64_t)({i}) < {st.size} ? &{base}.e[{i}] : {other}))"
@@ -703,7 +706,7 @@ class CEmitter:
         self.begin("ss_parser")
         self.in_parser = True
         prs = self.p.parser
-        self.line("    uint64_t err = 0;", 0)
+        self.line("    uint64_t err = 0; (void)err;", 0)
         self.line("    memset(&s->hdr, 0, sizeof s->hdr);", 0)
         refs: set[str] = {prs.start}
         body_lines: list[str] = []
@@ -746,10 +749,8 @@ class CEmitter:
         if isinstance(tr, str):
             self.line(self.target(tr, refs), lvl)
             return
-        widths = []
         for k in tr.keys:
             self.lookahead_checks(ir.Assign(k, k), lvl)
-            widths.append(k.type.width if isinstance(k.type, ir.Bits) else 1)
         kv = []
         self.line("{", lvl)
         for k in tr.keys:
@@ -770,7 +771,11 @@ class CEmitter:
                 elif isinstance(ks, ir.KsMask):
                     conds.append(f"({v} & {_u(ks.mask)}) == {_u(ks.value)}")
                 elif isinstance(ks, ir.KsRange):
-                    conds.append(f"({v} >= {_u(ks.lo)} && {v} <= {_u(ks.hi)})")
+                    parts = []
+                    if ks.lo > 0:
+                        parts.append(f"{v} >= {_u(ks.lo)}")
+                    parts.append(f"{v} <= {_u(ks.hi)}")
+                    conds.append("(" + " && ".join(parts) + ")")
             if conds:
                 self.line(f"if ({' && '.join(conds)}) {go}", lvl + 1)
             else:
