@@ -38,14 +38,36 @@ from p4compiler.python_backend.scope import (
 MAX_WIDTH = 64  # widest bit<W> the IR's scalar expressions carry (uint64_t in C)
 
 # v1model HashAlgorithm members -> SS_ALGO_* numbers of ss_runtime.h
-ALGORITHMS = {"crc32": 0, "crc32_custom": 1, "crc16": 2, "crc16_custom": 3, "random": 4, "identity": 5,
-              "csum16": 6, "xor16": 7}
+ALGORITHMS = {
+    "crc32": 0,
+    "crc32_custom": 1,
+    "crc16": 2,
+    "crc16_custom": 3,
+    "random": 4,
+    "identity": 5,
+    "csum16": 6,
+    "xor16": 7,
+}
 
 # standard_metadata_t fields the native runtime's ss_std_meta carries
-STD_META_FIELDS = ("ingress_port", "egress_spec", "egress_port", "instance_type", "packet_length",
-                   "enq_timestamp", "enq_qdepth", "deq_timedelta", "deq_qdepth", "ingress_global_timestamp",
-                   "egress_global_timestamp", "mcast_grp", "egress_rid", "checksum_error", "parser_error",
-                   "priority")
+STD_META_FIELDS = (
+    "ingress_port",
+    "egress_spec",
+    "egress_port",
+    "instance_type",
+    "packet_length",
+    "enq_timestamp",
+    "enq_qdepth",
+    "deq_timedelta",
+    "deq_qdepth",
+    "ingress_global_timestamp",
+    "egress_global_timestamp",
+    "mcast_grp",
+    "egress_rid",
+    "checksum_error",
+    "parser_error",
+    "priority",
+)
 
 SYNTH_FIELD_LIST_BASE = 1 << 20  # ids of field lists made up for clone3/resubmit/recirculate lists
 
@@ -120,7 +142,8 @@ class Lower(_Build):
         self.digest_no = {d.name: i for i, d in enumerate(compiled.info.digests)}
         self.field_lists: dict[int, list[list[str]]] = {
             k: [["sm" if p[0] == "s" else "meta", *p[1:]] for p in v]
-            for k, v in _declared_field_lists(compiled).items()}
+            for k, v in _declared_field_lists(compiled).items()
+        }
         self.synth_fl: dict[tuple, int] = {}
 
     # ------------------------------------------------------------------ entry
@@ -144,9 +167,14 @@ class Lower(_Build):
         controls: dict[str, list[ir.Stmt]] = {}
         for role, (decl, name, args) in zip(roles, block_decls, strict=False):
             binds: dict[str, V] = {}
-            kinds = {"parser": [None, "hdr", "meta", "sm"], "verify_checksum": ["hdr", "meta"],
-                     "compute_checksum": ["hdr", "meta"], "ingress": ["hdr", "meta", "sm"],
-                     "egress": ["hdr", "meta", "sm"], "deparser": [None, "hdr"]}[role]
+            kinds = {
+                "parser": [None, "hdr", "meta", "sm"],
+                "verify_checksum": ["hdr", "meta"],
+                "compute_checksum": ["hdr", "meta"],
+                "ingress": ["hdr", "meta", "sm"],
+                "egress": ["hdr", "meta", "sm"],
+                "deparser": [None, "hdr"],
+            }[role]
             for p, root in zip(decl.params, kinds, strict=False):
                 if root is not None:
                     binds[p.name] = V(ir.Var(root, self.irt(roots[root], p)), roots[root])
@@ -158,15 +186,23 @@ class Lower(_Build):
                 controls[role] = out
         assert parser is not None
         return ir.Program(
-            headers_type=self.irt(hdr_t, parser_decl), meta_type=self.irt(meta_t, parser_decl),
+            headers_type=self.irt(hdr_t, parser_decl),
+            meta_type=self.irt(meta_t, parser_decl),
             std_meta_type=ir.Struct("standard_metadata_t", [(f, ir.Bits(64)) for f in STD_META_FIELDS]),
-            parser=parser, controls=controls, types=self.type_order, errors=list(self.errors),
-            tables=[t.p4name for t in self.cp.tables], actions=[a.name for a in self.cp.info.actions],
-            registers=[r.name for r in self.cp.info.registers], counters=[c.name for c in self.cp.info.counters],
+            parser=parser,
+            controls=controls,
+            types=self.type_order,
+            errors=list(self.errors),
+            tables=[t.p4name for t in self.cp.tables],
+            actions=[a.name for a in self.cp.info.actions],
+            registers=[r.name for r in self.cp.info.registers],
+            counters=[c.name for c in self.cp.info.counters],
             meters=[m.name for m in self.cp.info.meters],
             direct_meters=[m.name for m in self.cp.info.direct_meters],
-            value_sets=[v.name for v in self.cp.info.value_sets], digests=[d.name for d in self.cp.info.digests],
-            field_lists=self.field_lists)
+            value_sets=[v.name for v in self.cp.info.value_sets],
+            digests=[d.name for d in self.cp.info.digests],
+            field_lists=self.field_lists,
+        )
 
     # ------------------------------------------------------------------ helpers
     def uniq(self, name: str) -> str:
@@ -364,8 +400,12 @@ class Lower(_Build):
                 return V(repr(val), T.BOOL, bool(val))
             if rem:
                 raise unsupported(f"a table apply or call in the right operand of {op}", e.right)
-            return V(ir.BinOp("land" if op == "&&" else "lor", self.to_ir(lv, e.left), self.to_ir(r, e.right),
-                              ir.BOOL), T.BOOL)
+            return V(
+                ir.BinOp(
+                    "land" if op == "&&" else "lor", self.to_ir(lv, e.left), self.to_ir(r, e.right), ir.BOOL
+                ),
+                T.BOOL,
+            )
         lv = self.value(e.left, scope, em)
         r = self.value(e.right, scope, em, want=lv.type if not isinstance(lv.type, T.IntT) else None)
         if lv.is_const and r.is_const:
@@ -381,21 +421,82 @@ class Lower(_Build):
             amount = self.coerce(r, r.type if not isinstance(r.type, T.IntT) else T.BitT(32), e.right)
             if isinstance(amount, ir.Const) and amount.value >= 64:
                 amount = ir.Const(64, ir.Bits(32))
-            return V(ir.BinOp("shl" if op == "<<" else "shr", self.to_ir(lv, e.left), amount,
-                              self.irt(lt, e)), lt)
+            return V(
+                ir.BinOp("shl" if op == "<<" else "shr", self.to_ir(lv, e.left), amount, self.irt(lt, e)), lt
+            )
         t = self.unify(lv, r, e, op)
-        a = self.coerce(lv, t, e.left)
-        b = self.coerce(r, t, e.right)
+        if isinstance(t, (T.StructLikeT, T.StackT)):
+            a, b = (
+                self.to_ir(lv, e.left) if not isinstance(lv.code, _Init) else None,
+                self.to_ir(r, e.right) if not isinstance(r.code, _Init) else None,
+            )
+        else:
+            a = self.coerce(lv, t, e.left)
+            b = self.coerce(r, t, e.right)
+        if op in ("==", "!=") and isinstance(t, (T.StructLikeT, T.StackT)):
+            if isinstance(lv.code, _Init) or isinstance(r.code, _Init):
+                a, b = self.materialize(lv, t, em, e.left), self.materialize(r, t, em, e.right)
+            eq = self.composite_eq(a, b, t, e)
+            return V(eq if op == "==" else ir.Unary("lnot", eq, ir.BOOL), T.BOOL)
         if op in ("==", "!=", "<", ">", "<=", ">="):
-            if isinstance(t, (T.StructLikeT, T.StackT)):
-                raise unsupported(f"{op} on {t} values", e)
             irop = {"==": "eq", "!=": "ne", "<": "lt", ">": "gt", "<=": "le", ">=": "ge"}[op]
             return V(ir.BinOp(irop, a, b, ir.BOOL), T.BOOL)
-        irop = {"+": "add", "-": "sub", "*": "mul", "/": "div", "%": "mod", "&": "and", "|": "or",
-                "^": "xor", "|+|": "addsat", "|-|": "subsat"}.get(op)
+        irop = {
+            "+": "add",
+            "-": "sub",
+            "*": "mul",
+            "/": "div",
+            "%": "mod",
+            "&": "and",
+            "|": "or",
+            "^": "xor",
+            "|+|": "addsat",
+            "|-|": "subsat",
+        }.get(op)
         if irop is None:
             raise unsupported(f"operator {op}", e)
         return V(ir.BinOp(irop, a, b, self.irt(t, e)), t)
+
+    def materialize(self, v: V, t: T.Type, em: Any, node: Any) -> ir.Expr:
+        if isinstance(v.code, _Init):
+            if not isinstance(em, list):
+                raise unsupported("a struct initializer in a compile-time expression", node)
+            tmp = self.local("init", t, em, node)
+            self.init_into(tmp, t, v.code, em, node)  # type: ignore[arg-type]
+            return tmp
+        return self.to_ir(v, node)
+
+    def composite_eq(self, a: ir.Expr, b: ir.Expr, t: T.Type, node: Any) -> ir.Expr:
+        """== on headers, structs, unions and stacks (P4-16 8.9/8.12: headers are equal when both
+        are invalid, or both valid with equal fields)."""
+        terms: list[ir.Expr] = []
+        if isinstance(t, T.StackT):
+            et = self.irt(t.element, node)
+            for i in range(t.size):
+                idx = ir.Const(i, ir.Bits(32))
+                terms.append(self.composite_eq(ir.Index(a, idx, et), ir.Index(b, idx, et), t.element, node))
+        else:
+            assert isinstance(t, T.StructLikeT)
+            for n, ft in t.fields:
+                it = self.irt(ft, node)
+                fa, fb = ir.Member(a, n, it), ir.Member(b, n, it)
+                if isinstance(ft, (T.StructLikeT, T.StackT)):
+                    terms.append(self.composite_eq(fa, fb, ft, node))
+                elif isinstance(it, ir.Varbit):
+                    raise unsupported("== on headers with varbit fields", node)
+                else:
+                    terms.append(ir.BinOp("eq", fa, fb, ir.BOOL))
+        eq: ir.Expr = ir.Const(1, ir.BOOL)
+        for x in terms:
+            eq = x if isinstance(eq, ir.Const) else ir.BinOp("land", eq, x, ir.BOOL)
+        if isinstance(t, T.StructLikeT) and t.is_header:
+            va, vb = ir.IsValid(a), ir.IsValid(b)
+            both_invalid = ir.BinOp(
+                "land", ir.Unary("lnot", va, ir.BOOL), ir.Unary("lnot", vb, ir.BOOL), ir.BOOL
+            )
+            valid_eq = ir.BinOp("land", ir.BinOp("land", va, vb, ir.BOOL), eq, ir.BOOL)
+            return ir.BinOp("lor", both_invalid, valid_eq, ir.BOOL)
+        return eq
 
     def x_Ternary(self, e: A.Ternary, scope: Scope, em: Any, want: Any) -> V:
         c = self.value(e.cond, scope, em)
@@ -412,8 +513,12 @@ class Lower(_Build):
             t = want
         if isinstance(t, T.IntT):
             raise unsupported("?: of unknown width", e)
-        return V(ir.Mux(self.to_ir(c, e.cond), self.coerce(a, t, e.then), self.coerce(b, t, e.other),
-                        self.irt(t, e)), t)
+        return V(
+            ir.Mux(
+                self.to_ir(c, e.cond), self.coerce(a, t, e.then), self.coerce(b, t, e.other), self.irt(t, e)
+            ),
+            t,
+        )
 
     def cast(self, v: V, t: T.Type, e: Any) -> V:  # type: ignore[override]
         if v.is_const or isinstance(v.code, str):
@@ -463,8 +568,11 @@ class Lower(_Build):
         self.store(target, t, rhs, em, node)
 
     def table_of_apply(self, call: A.Call, scope: Scope) -> Any:
-        if isinstance(call.callee, A.Member) and call.callee.member == "apply" and isinstance(
-                call.callee.expr, A.NameExpr):
+        if (
+            isinstance(call.callee, A.Member)
+            and call.callee.member == "apply"
+            and isinstance(call.callee.expr, A.NameExpr)
+        ):
             b = scope.lookup(call.callee.expr.name)
             if isinstance(b, _Table):
                 return b
@@ -593,8 +701,9 @@ class Lower(_Build):
     def bind_ctor(self, decl: Any, p4name: str, ctor_args: list[A.Arg], outer: Scope, scope: Scope) -> None:
         if not decl.ctor_params:
             return
-        args = ordered_args(A.Call(A.NameExpr(decl.name), [], ctor_args, loc=decl.loc), decl.ctor_params,
-                            decl.name)
+        args = ordered_args(
+            A.Call(A.NameExpr(decl.name), [], ctor_args, loc=decl.loc), decl.ctor_params, decl.name
+        )
         for p, a in zip(decl.ctor_params, args, strict=False):
             if a is None:
                 continue
@@ -614,7 +723,9 @@ class Lower(_Build):
             elif isinstance(loc, A.Instance):
                 self.instance(loc, scope, p4name)
             elif isinstance(loc, A.ActionDecl):
-                scope.add(loc.name, ActionBind(loc, "", self.p4_name(loc.name, loc.annotations, p4name), scope))
+                scope.add(
+                    loc.name, ActionBind(loc, "", self.p4_name(loc.name, loc.annotations, p4name), scope)
+                )
             elif isinstance(loc, A.TableDecl):
                 tn = self.p4_name(loc.name, loc.annotations, p4name)
                 scope.add(loc.name, _Table(loc, scope, tn, self.table_no[tn]))
@@ -636,8 +747,17 @@ class Lower(_Build):
             raise unsupported(kind, d)
         scope.add(d.name, ExternInst(p4name, t, p4name, d))
 
-    def inline_control(self, decl: Any, p4name: str, ctor_args: list[A.Arg], outer: Scope,
-                       binds: dict[str, V], em: list, fc: _Ctx, top: bool = False) -> None:
+    def inline_control(
+        self,
+        decl: Any,
+        p4name: str,
+        ctor_args: list[A.Arg],
+        outer: Scope,
+        binds: dict[str, V],
+        em: list,
+        fc: _Ctx,
+        top: bool = False,
+    ) -> None:
         if not isinstance(decl, A.ControlDecl):
             raise unsupported(f"applying {getattr(decl, 'name', '?')} here", decl)
         scope = Scope(self.g, kind="block")
@@ -655,8 +775,9 @@ class Lower(_Build):
         self.stmts(decl.apply.stmts, scope, body, inner)
         em.append(ir.Labeled(label, body))
 
-    def lower_parser(self, decl: A.ParserDecl, p4name: str, ctor_args: list[A.Arg], binds: dict[str, V]
-                     ) -> ir.Parser:
+    def lower_parser(
+        self, decl: A.ParserDecl, p4name: str, ctor_args: list[A.Arg], binds: dict[str, V]
+    ) -> ir.Parser:
         scope = Scope(self.g, kind="block")
         self.bind_ctor(decl, p4name, ctor_args, self.g, scope)
         for p in decl.params:
@@ -690,7 +811,11 @@ class Lower(_Build):
             ks = case.keyset.items if isinstance(case.keyset, A.TupleKeyset) else [case.keyset]
             if len(ks) == 1 and len(keys) > 1 and isinstance(ks[0], (A.DefaultExpr, A.DontCare)):
                 ks = ks * len(keys)
-            if len(ks) == 1 and isinstance(ks[0], A.NameExpr) and isinstance(scope.lookup(ks[0].name), _ValueSet):
+            if (
+                len(ks) == 1
+                and isinstance(ks[0], A.NameExpr)
+                and isinstance(scope.lookup(ks[0].name), _ValueSet)
+            ):
                 cases.append(ir.SelectCase([], case.state, scope.lookup(ks[0].name).number))
                 continue
             sets = [self.keyset(x, k.type, scope) for x, k in zip(ks, keys, strict=False)]
@@ -717,8 +842,15 @@ class Lower(_Build):
         return ir.KsValue(c(x))
 
     # ------------------------------------------------------------------ tables
-    def apply_table(self, tb: Any, scope: Scope, em: list, node: Any, hit: ir.Var | None = None,
-                    action_run: ir.Var | None = None) -> None:
+    def apply_table(
+        self,
+        tb: Any,
+        scope: Scope,
+        em: list,
+        node: Any,
+        hit: ir.Var | None = None,
+        action_run: ir.Var | None = None,
+    ) -> None:
         assert isinstance(tb, _Table), tb
         d = tb.decl
         spec = self.cp.tables[tb.number]
@@ -744,7 +876,7 @@ class Lower(_Build):
             pvars = []
             args: dict[str, Any] = {}
             body: list[ir.Stmt] = []
-            for i, p in enumerate(cparams):
+            for p in cparams:
                 pt = self.resolve_type(p.type, b.scope)
                 var = ir.Var(self.uniq("a_" + p.name), self.irt(pt, p))
                 pvars.append(var)
@@ -803,8 +935,14 @@ class Lower(_Build):
             b = scope.lookup(callee.name)
             if isinstance(b, ActionBind):
                 args = ordered_args(e, b.decl.params, f"action {b.decl.name}")
-                self.inline_action(b, {p.name: a for p, a in zip(b.decl.params, args, strict=False)}, scope, em,
-                                   _Ctx(copy_outs=[]), e)
+                self.inline_action(
+                    b,
+                    {p.name: a for p, a in zip(b.decl.params, args, strict=False)},
+                    scope,
+                    em,
+                    _Ctx(copy_outs=[]),
+                    e,
+                )
                 return V("None", T.VOID)
             if isinstance(b, FuncBind):
                 return self.inline_function(b, e, scope, em)
@@ -819,8 +957,16 @@ class Lower(_Build):
                 return self.to_ir(base, e.expr)
         return None
 
-    def bind_params(self, params: list[A.Param], args: dict[str, Any], pscope: Scope, caller: Scope,
-                    inner: Scope, em: list, node: Any) -> list[ir.Stmt]:
+    def bind_params(
+        self,
+        params: list[A.Param],
+        args: dict[str, Any],
+        pscope: Scope,
+        caller: Scope,
+        inner: Scope,
+        em: list,
+        node: Any,
+    ) -> list[ir.Stmt]:
         """Bind callee parameters in `inner`; returns the copy-out statements (P4-16 6.8: copy-in/out;
         headers and structs passed by reference for inout/out, as the Python back end does)."""
         outs: list[ir.Stmt] = []
@@ -872,11 +1018,13 @@ class Lower(_Build):
                     self.invalidate(ir.Member(target, n, self.irt(ft, None)), ft, em)
         elif isinstance(t, T.StackT):
             for i in range(t.size):
-                self.invalidate(ir.Index(target, ir.Const(i, ir.Bits(32)), self.irt(t.element, None)),
-                                t.element, em)
+                self.invalidate(
+                    ir.Index(target, ir.Const(i, ir.Bits(32)), self.irt(t.element, None)), t.element, em
+                )
 
-    def inline_action(self, b: ActionBind, args: dict[str, Any], caller: Scope, em: list, fc: _Ctx,
-                      node: Any) -> None:
+    def inline_action(
+        self, b: ActionBind, args: dict[str, Any], caller: Scope, em: list, fc: _Ctx, node: Any
+    ) -> None:
         inner = Scope(b.scope, kind="action")
         body: list[ir.Stmt] = []
         outs = self.bind_params(b.decl.params, args, b.scope, caller, inner, body, node)
@@ -893,14 +1041,25 @@ class Lower(_Build):
         proto = b.decl.proto
         args = ordered_args(e, proto.params, f"function {proto.name}")
         inner = Scope(b.scope, kind="function")
-        outs = self.bind_params(proto.params, {p.name: a for p, a in zip(proto.params, args, strict=False)},
-                                b.scope, scope, inner, em, e)
+        outs = self.bind_params(
+            proto.params,
+            {p.name: a for p, a in zip(proto.params, args, strict=False)},
+            b.scope,
+            scope,
+            inner,
+            em,
+            e,
+        )
         rt = self.resolve_type(proto.return_type, b.scope)
         ret = None if isinstance(rt, T.VoidT) else self.local("ret", rt, em, e)
         label = self.uniq("L_fn")
         code: list[ir.Stmt] = []
-        self.stmts(b.decl.body.stmts, inner, code,
-                   _Ctx(label=label, ret=ret, ret_type=None if ret is None else rt, copy_outs=[outs]))
+        self.stmts(
+            b.decl.body.stmts,
+            inner,
+            code,
+            _Ctx(label=label, ret=ret, ret_type=None if ret is None else rt, copy_outs=[outs]),
+        )
         em.append(ir.Labeled(label, code))
         em.extend(outs)
         return V(ret, rt) if ret is not None else V("None", T.VOID)
@@ -913,8 +1072,15 @@ class Lower(_Build):
         binds: dict[str, V] = {}
         pre: list[ir.Stmt] = []
         tmp_scope = Scope(self.g)
-        outs = self.bind_params(params, {p.name: a for p, a in zip(params, args, strict=False)}, tmp_scope,
-                                scope, tmp_scope, pre, e)
+        outs = self.bind_params(
+            params,
+            {p.name: a for p, a in zip(params, args, strict=False)},
+            tmp_scope,
+            scope,
+            tmp_scope,
+            pre,
+            e,
+        )
         for p in params:
             v = tmp_scope.lookup_local(p.name)
             if isinstance(v, Var) and v.code != "packet":
@@ -974,8 +1140,9 @@ class Lower(_Build):
             return
         if isinstance(t, T.StackT):
             for i in range(t.size):
-                self.emit_value(ir.Index(x, ir.Const(i, ir.Bits(32)), self.irt(t.element, node)), t.element,
-                                em, node)
+                self.emit_value(
+                    ir.Index(x, ir.Const(i, ir.Bits(32)), self.irt(t.element, node)), t.element, em, node
+                )
             return
         raise unsupported(f"emitting a {t} value", node)
 
@@ -999,8 +1166,9 @@ class Lower(_Build):
             self.flatten_value(self.to_ir(v, it), v.type, None, out, it)
         return out
 
-    def flatten_value(self, x: ir.Expr, t: T.Type, valid: ir.Expr | None, out: list[ir.FieldListItem],
-                      node: Any) -> None:
+    def flatten_value(
+        self, x: ir.Expr, t: T.Type, valid: ir.Expr | None, out: list[ir.FieldListItem], node: Any
+    ) -> None:
         if isinstance(t, T.StructLikeT):
             if t.is_header:
                 valid = ir.IsValid(x) if valid is None else ir.BinOp("land", valid, ir.IsValid(x), ir.BOOL)
@@ -1011,8 +1179,13 @@ class Lower(_Build):
             return
         if isinstance(t, T.StackT):
             for i in range(t.size):
-                self.flatten_value(ir.Index(x, ir.Const(i, ir.Bits(32)), self.irt(t.element, node)), t.element,
-                                   valid, out, node)
+                self.flatten_value(
+                    ir.Index(x, ir.Const(i, ir.Bits(32)), self.irt(t.element, node)),
+                    t.element,
+                    valid,
+                    out,
+                    node,
+                )
             return
         it = self.irt(t, node)
         out.append(ir.FieldListItem(x, -1 if isinstance(it, ir.Varbit) else ir.wire_width(it), valid))
@@ -1059,30 +1232,57 @@ class Lower(_Build):
         if kind == "register":
             no = self.reg_no[inst.p4name]
             if method == "read":
-                self.call_into(args[0], ir.ExternCall("register_read", no, [self.rv(args[1], scope, em, u32)]),
-                               scope, em, e)
+                self.call_into(
+                    args[0],
+                    ir.ExternCall("register_read", no, [self.rv(args[1], scope, em, u32)]),
+                    scope,
+                    em,
+                    e,
+                )
                 return V("None", T.VOID)
             et = inst.type.type_args[0] if inst.type.type_args else u32  # type: ignore[attr-defined]
-            self.emit(em, ir.ExternCall("register_write", no, [self.rv(args[0], scope, em, u32),
-                                                                 self.rv(args[1], scope, em, et)]), e)
+            self.emit(
+                em,
+                ir.ExternCall(
+                    "register_write", no, [self.rv(args[0], scope, em, u32), self.rv(args[1], scope, em, et)]
+                ),
+                e,
+            )
             return V("None", T.VOID)
         if kind == "counter" and method == "count":
-            self.emit(em, ir.ExternCall("counter_count", self.counter_no[inst.p4name],
-                                        [self.rv(args[0], scope, em, u32)]), e)
+            self.emit(
+                em,
+                ir.ExternCall(
+                    "counter_count", self.counter_no[inst.p4name], [self.rv(args[0], scope, em, u32)]
+                ),
+                e,
+            )
             return V("None", T.VOID)
         if kind == "direct_counter":
             return V("None", T.VOID)  # counted by the table on every hit
         if kind == "meter" and method == "execute_meter":
-            self.call_into(args[1], ir.ExternCall("meter_execute", self.meter_no[inst.p4name],
-                                                  [self.rv(args[0], scope, em, u32)]), scope, em, e)
+            self.call_into(
+                args[1],
+                ir.ExternCall(
+                    "meter_execute", self.meter_no[inst.p4name], [self.rv(args[0], scope, em, u32)]
+                ),
+                scope,
+                em,
+                e,
+            )
             return V("None", T.VOID)
         if kind == "direct_meter" and method == "read":
-            self.call_into(args[0], ir.ExternCall("direct_meter_read", self.dmeter_no[inst.p4name]), scope, em, e)
+            self.call_into(
+                args[0], ir.ExternCall("direct_meter_read", self.dmeter_no[inst.p4name]), scope, em, e
+            )
             return V("None", T.VOID)
         if kind == "Checksum16" and method == "get":
             tmp = self.local("csum", T.BitT(16), em, e)
-            self.emit(em, ir.ExternCall("csum", ALGORITHMS["csum16"], [], tmp,
-                                        self.flatten(args[0], scope, em, e)), e)
+            self.emit(
+                em,
+                ir.ExternCall("csum", ALGORITHMS["csum16"], [], tmp, self.flatten(args[0], scope, em, e)),
+                e,
+            )
             return V(tmp, T.BitT(16))
         raise unsupported(f"{kind}.{method}", e)
 
@@ -1102,33 +1302,59 @@ class Lower(_Build):
             em.append(ir.Assign(ir.Member(sm, "mcast_grp", ir.Bits(16)), ir.Const(0, ir.Bits(16))))
             return none
         if name == "hash":
-            base = self.rv(args[2], scope, em, T.BitT(64) if isinstance(self.value(args[2], scope, []).type,
-                                                                         T.IntT) else None)
-            mx = self.rv(args[4], scope, em, T.BitT(64) if isinstance(self.value(args[4], scope, []).type,
-                                                                       T.IntT) else None)
-            call = ir.ExternCall("hash", self.algo(args[1], scope), [base, mx], None,
-                                 self.flatten(args[3], scope, em, e))
+            base = self.rv(
+                args[2],
+                scope,
+                em,
+                T.BitT(64) if isinstance(self.value(args[2], scope, []).type, T.IntT) else None,
+            )
+            mx = self.rv(
+                args[4],
+                scope,
+                em,
+                T.BitT(64) if isinstance(self.value(args[4], scope, []).type, T.IntT) else None,
+            )
+            call = ir.ExternCall(
+                "hash", self.algo(args[1], scope), [base, mx], None, self.flatten(args[3], scope, em, e)
+            )
             self.call_into(args[0], call, scope, em, e)
             return none
         if name == "random":
             t = self.value(args[0], scope, []).type
-            call = ir.ExternCall("random", 0, [self.rv(args[1], scope, em, t), self.rv(args[2], scope, em, t)])
+            call = ir.ExternCall(
+                "random", 0, [self.rv(args[1], scope, em, t), self.rv(args[2], scope, em, t)]
+            )
             self.call_into(args[0], call, scope, em, e)
             return none
-        if name in ("verify_checksum", "verify_checksum_with_payload", "update_checksum",
-                    "update_checksum_with_payload"):
+        if name in (
+            "verify_checksum",
+            "verify_checksum_with_payload",
+            "update_checksum",
+            "update_checksum_with_payload",
+        ):
             cond = self.rv(args[0], scope, em)
             t = self.value(args[2], scope, []).type
             tmp = self.local("csum", t, em, e)
-            body: list[ir.Stmt] = [ir.ExternCall("csum", self.algo(args[3], scope), [], tmp,
-                                                 self.flatten(args[1], scope, em, e),
-                                                 payload=name.endswith("_with_payload"))]
+            body: list[ir.Stmt] = [
+                ir.ExternCall(
+                    "csum",
+                    self.algo(args[3], scope),
+                    [],
+                    tmp,
+                    self.flatten(args[1], scope, em, e),
+                    payload=name.endswith("_with_payload"),
+                )
+            ]
             if name.startswith("verify"):
                 ck = self.rv(args[2], scope, em, t)
                 sm = ir.Var("sm", ir.Bits(64))
-                body.append(ir.If(ir.BinOp("ne", tmp, ck, ir.BOOL),
-                                  [ir.Assign(ir.Member(sm, "checksum_error", ir.Bits(1)), ir.Const(1, ir.Bits(1)))],
-                                  []))
+                body.append(
+                    ir.If(
+                        ir.BinOp("ne", tmp, ck, ir.BOOL),
+                        [ir.Assign(ir.Member(sm, "checksum_error", ir.Bits(1)), ir.Const(1, ir.Bits(1)))],
+                        [],
+                    )
+                )
             else:
                 self.assign(args[2], V(tmp, t), scope, body, e)
             em.append(ir.If(cond, body, []))
@@ -1143,7 +1369,7 @@ class Lower(_Build):
             else:
                 base = self.to_ir(v, args[1])
                 vals = [ir.Member(base, n, self.irt(ft, e)) for n, ft in v.type.fields]
-            for (n, ft) in v.type.fields:
+            for n, ft in v.type.fields:
                 if not isinstance(self.irt(ft, e), (ir.Bits, ir.Bool)):
                     raise unsupported(f"digest field {n} of type {ft}", e)
             em.append(ir.ExternCall("digest", self.digest_no[v.type.type_name], vals))
@@ -1207,8 +1433,9 @@ def lower_program(compiled: CompiledProgram) -> ir.Program:
     except NativeUnsupported:
         raise
     except P4Error as e:  # the Python back end accepted it, so this is a gap of the lowering
-        raise NativeUnsupported(f"the native backend cannot lower this program yet: {e.message}", e.file,
-                                e.line, e.col) from None
+        raise NativeUnsupported(
+            f"the native backend cannot lower this program yet: {e.message}", e.file, e.line, e.col
+        ) from None
 
 
 __all__ = ["NativeUnsupported", "lower_program", "Lower"]

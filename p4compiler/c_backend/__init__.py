@@ -34,7 +34,9 @@ def emit_c(program: CompiledProgram) -> NativeProgram:
 
     for t in program.info.tables:
         if t.implementation is not None:
-            raise NativeUnsupported(f"the native backend does not support action profiles yet (table {t.name})")
+            raise NativeUnsupported(
+                f"the native backend does not support action profiles yet (table {t.name})"
+            )
     prog = lower_program(program)
     source = CEmitter(prog).run()
     return NativeProgram(source, build_manifest(program, prog.field_lists, prog.errors))
@@ -58,8 +60,9 @@ def _key_pair(m: Any, kind: str, width: int) -> list[int]:
     raise NativeUnsupported(f"the native backend does not support the match value {m!r} yet")
 
 
-def build_manifest(program: CompiledProgram, field_lists: dict[int, list[list[str]]],
-                   errors: list[str]) -> dict[str, Any]:
+def build_manifest(
+    program: CompiledProgram, field_lists: dict[int, list[list[str]]], errors: list[str]
+) -> dict[str, Any]:
     info = program.info
     action_no = {a.name: i for i, a in enumerate(info.actions)}
     dmeter_no = {d.name: i for i, d in enumerate(info.direct_meters)}
@@ -68,38 +71,62 @@ def build_manifest(program: CompiledProgram, field_lists: dict[int, list[list[st
         ti = info.table(spec.p4name)
         entries = []
         for keys, aname, args, prio in spec.const_entries:
-            entries.append({
-                "keys": [_key_pair(m, k, w) for m, k, w in zip(keys, spec.key_kinds, spec.key_widths,
-                                                              strict=False)],
-                "priority": prio, "action": action_no[aname], "args": list(args)})
-        tables.append({
-            "name": spec.p4name,
-            "keys": [{"name": mf.name, "match_kind": mf.match_type, "width": mf.bitwidth}
-                     for mf in ti.match_fields],
-            "actions": [action_no[a] for a in spec.action_fns],
-            "size": spec.size,
-            "direct_counter": spec.direct_counter is not None,
-            "direct_meter": dmeter_no.get(spec.direct_meter, -1) if spec.direct_meter else -1,
-            "largest_priority_wins": spec.largest_priority_wins,
-            "default_action": action_no[spec.default_action],
-            "default_args": list(spec.default_args),
-            "const_default": ti.default_action_const,
-            "const_entries": entries,
-        })
+            entries.append(
+                {
+                    "keys": [
+                        _key_pair(m, k, w)
+                        for m, k, w in zip(keys, spec.key_kinds, spec.key_widths, strict=False)
+                    ],
+                    "priority": prio,
+                    "action": action_no[aname],
+                    "args": list(args),
+                }
+            )
+        tables.append(
+            {
+                "name": spec.p4name,
+                "keys": [
+                    {"name": mf.name, "match_kind": mf.match_type, "width": mf.bitwidth}
+                    for mf in ti.match_fields
+                ],
+                "actions": [action_no[a] for a in spec.action_fns],
+                "size": spec.size,
+                "direct_counter": spec.direct_counter is not None,
+                "direct_meter": dmeter_no.get(spec.direct_meter, -1) if spec.direct_meter else -1,
+                "largest_priority_wins": spec.largest_priority_wins,
+                "default_action": action_no[spec.default_action],
+                "default_args": list(spec.default_args),
+                "const_default": ti.default_action_const,
+                "const_entries": entries,
+            }
+        )
     regs = {e.p4name: e.args for e in program.externs if e.kind == "register"}
     return {
         "abi": 1,
         "tables": tables,
-        "actions": [{"name": a.name, "params": [{"name": p.name, "width": p.bitwidth} for p in a.params]}
-                    for a in info.actions],
-        "registers": [{"name": r.name, "width": r.bitwidth, "size": r.size,
-                       "signed": bool(regs.get(r.name, {}).get("signed", False))} for r in info.registers],
+        "actions": [
+            {"name": a.name, "params": [{"name": p.name, "width": p.bitwidth} for p in a.params]}
+            for a in info.actions
+        ],
+        "registers": [
+            {
+                "name": r.name,
+                "width": r.bitwidth,
+                "size": r.size,
+                "signed": bool(regs.get(r.name, {}).get("signed", False)),
+            }
+            for r in info.registers
+        ],
         "counters": [{"name": c.name, "size": c.size, "unit": c.unit} for c in info.counters],
         "meters": [{"name": m.name, "size": m.size, "unit": m.unit} for m in info.meters],
         "direct_meters": [{"name": m.name, "unit": m.unit} for m in info.direct_meters],
-        "value_sets": [{"name": v.name, "size": v.size, "keys": [f.bitwidth for f in v.match_fields]}
-                       for v in info.value_sets],
-        "digests": [{"name": d.name, "fields": [[f.name, f.bitwidth] for f in d.fields]} for d in info.digests],
+        "value_sets": [
+            {"name": v.name, "size": v.size, "keys": [f.bitwidth for f in v.match_fields]}
+            for v in info.value_sets
+        ],
+        "digests": [
+            {"name": d.name, "fields": [[f.name, f.bitwidth] for f in d.fields]} for d in info.digests
+        ],
         "errors": list(errors),
         "field_lists": {fid: [".".join(p) for p in paths] for fid, paths in sorted(field_lists.items())},
     }

@@ -86,9 +86,24 @@ static inline uint64_t ss__subsat_s(uint64_t a, uint64_t b, unsigned w) {
 }
 """
 
-STD_META = ("ingress_port", "egress_spec", "egress_port", "instance_type", "packet_length",
-            "enq_timestamp", "enq_qdepth", "deq_timedelta", "deq_qdepth", "ingress_global_timestamp",
-            "egress_global_timestamp", "mcast_grp", "egress_rid", "checksum_error", "parser_error", "priority")
+STD_META = (
+    "ingress_port",
+    "egress_spec",
+    "egress_port",
+    "instance_type",
+    "packet_length",
+    "enq_timestamp",
+    "enq_qdepth",
+    "deq_timedelta",
+    "deq_qdepth",
+    "ingress_global_timestamp",
+    "egress_global_timestamp",
+    "mcast_grp",
+    "egress_rid",
+    "checksum_error",
+    "parser_error",
+    "priority",
+)
 
 
 def _u(v: int) -> str:
@@ -102,12 +117,12 @@ def _mask(w: int) -> int:
 def _cstr(s: str) -> str:
     out = []
     for ch in s:
-        if ch in "\\\"":
+        if ch in '\\"':
             out.append("\\" + ch)
         elif 32 <= ord(ch) < 127:
             out.append(ch)
         else:
-            out.append(f"\\{ord(ch) & 0xff:03o}")
+            out.append(f"\\{ord(ch) & 0xFF:03o}")
     return '"' + "".join(out) + '"'
 
 
@@ -148,7 +163,8 @@ class CEmitter:
         out = [PRELUDE]
         out.extend(self.type_decls())
         hdr, meta = self.p.headers_type.name, self.p.meta_type.name
-        out.append(f"typedef struct ss_state {{\n    ss_std_meta sm;\n    {hdr} hdr;\n    {meta} meta;\n}} ss_state;\n")
+        out.append("typedef struct ss_state {\n    ss_std_meta sm;")
+        out.append(f"    {hdr} hdr;\n    {meta} meta;\n}} ss_state;\n")
         body: list[str] = []
         body.extend(self.parser_fn())
         roles = ("verify_checksum", "ingress", "egress", "compute_checksum", "deparser")
@@ -166,13 +182,19 @@ class CEmitter:
         out.append("const ss_program ss_program_desc = {")
         out.append("    .abi = SS_ABI_VERSION, .state_size = sizeof(ss_state), .init = ss_init,")
         out.append("    .parser = ss_parser, .verify_checksum = ss_verify_checksum, .ingress = ss_ingress,")
-        out.append("    .egress = ss_egress, .compute_checksum = ss_compute_checksum, .deparser = ss_deparser,")
+        out.append(
+            "    .egress = ss_egress, .compute_checksum = ss_compute_checksum, .deparser = ss_deparser,"
+        )
         out.append("    .preserve = ss_preserve,")
         p = self.p
-        out.append(f"    .n_tables = {len(p.tables)}, .n_registers = {len(p.registers)}, "
-                   f".n_counters = {len(p.counters)}, .n_meters = {len(p.meters)},")
-        out.append(f"    .n_direct_meters = {len(p.direct_meters)}, .n_digests = {len(p.digests)}, "
-                   f".n_errors = {len(p.errors)}, .error_names = ss_error_names,")
+        out.append(
+            f"    .n_tables = {len(p.tables)}, .n_registers = {len(p.registers)}, "
+            f".n_counters = {len(p.counters)}, .n_meters = {len(p.meters)},"
+        )
+        out.append(
+            f"    .n_direct_meters = {len(p.direct_meters)}, .n_digests = {len(p.digests)}, "
+            f".n_errors = {len(p.errors)}, .error_names = ss_error_names,"
+        )
         out.append("};")
         return "\n".join(out) + "\n"
 
@@ -525,7 +547,7 @@ class CEmitter:
             else:
                 assert isinstance(it.expr, ir.Member)
                 f = f"{self.x(it.expr.base)}.f_{it.expr.field}"
-                put = (f"for (uint32_t i_ = 0; i_ < {f}_bits / 8; i_++) ss_bits_put(&{b}, {f}[i_], 8);")
+                put = f"for (uint32_t i_ = 0; i_ < {f}_bits / 8; i_++) ss_bits_put(&{b}, {f}[i_], 8);"
             if it.valid is not None:
                 self.line(f"if ({self.x(it.valid)}) {put}", lvl)
             else:
@@ -561,8 +583,11 @@ class CEmitter:
             self.line(f"{dest} = ss_random(c, {args[0]}, {args[1]});", lvl)
         elif k == "digest":
             f = self.fn.tmp("dg")
-            self.line(f"{{ uint64_t {f}[{max(len(args), 1)}] = {{{', '.join(args) or '0'}}}; "
-                      f"ss_digest(c, {st.obj}, {f}, {len(args)}); }}", lvl)
+            self.line(
+                f"{{ uint64_t {f}[{max(len(args), 1)}] = {{{', '.join(args) or '0'}}}; "
+                f"ss_digest(c, {st.obj}, {f}, {len(args)}); }}",
+                lvl,
+            )
         elif k == "clone":
             self.line(f"ss_clone(c, (int){args[0]}, (uint32_t){args[1]}, {st.obj});", lvl)
         elif k in ("resubmit", "recirculate"):
@@ -573,8 +598,11 @@ class CEmitter:
             self.line(f"if (!({args[0]})) ss_assert_failed(c, {_cstr(st.text)});", lvl)
         elif k == "log_msg":
             f = self.fn.tmp("lg")
-            self.line(f"{{ uint64_t {f}[{max(len(args), 1)}] = {{{', '.join(args) or '0'}}}; "
-                      f"ss_log_msg(c, {_cstr(st.text)}, {f}, {len(args)}); }}", lvl)
+            self.line(
+                f"{{ uint64_t {f}[{max(len(args), 1)}] = {{{', '.join(args) or '0'}}}; "
+                f"ss_log_msg(c, {_cstr(st.text)}, {f}, {len(args)}); }}",
+                lvl,
+            )
         else:
             raise NativeUnsupported(f"the native backend does not support the extern {k} yet")
 
@@ -629,16 +657,20 @@ class CEmitter:
         fixed = t.fixed_width()
         self.line(f"uint64_t vb_ = {n};", lvl)
         self.line(f"if (vb_ > {vb.max_width}) {{ err = {self.err['HeaderTooShort']}; goto P_error; }}", lvl)
-        self.line(f"if ((vb_ + {fixed}) % 8) {{ err = {self.err['ParserInvalidArgument']}; goto P_error; }}",
-                  lvl)
+        self.line(
+            f"if ((vb_ + {fixed}) % 8) {{ err = {self.err['ParserInvalidArgument']}; goto P_error; }}", lvl
+        )
         self.too_short(f"(uint64_t)c->off + (vb_ + {fixed}) / 8 > c->len", lvl)
         self.line("const uint8_t *p_ = c->data + c->off;", lvl)
         off = "0"
         for name, ft in t.fields:
             if isinstance(ft, ir.Varbit):
                 self.line(f"{h}.f_{name}_bits = (uint32_t)vb_;", lvl)
-                self.line(f"for (uint32_t i_ = 0; i_ < vb_ / 8; i_++) "
-                          f"{h}.f_{name}[i_] = (uint8_t)ss__getbits(p_, {off} + 8 * (uint64_t)i_, 8);", lvl)
+                self.line(
+                    f"for (uint32_t i_ = 0; i_ < vb_ / 8; i_++) "
+                    f"{h}.f_{name}[i_] = (uint8_t)ss__getbits(p_, {off} + 8 * (uint64_t)i_, 8);",
+                    lvl,
+                )
                 off = f"{off} + vb_"
             else:
                 w = ir.wire_width(ft)
@@ -688,8 +720,11 @@ class CEmitter:
             self.line(f"memset(o_, 0, {size});", lvl)
         for n, ft in t.fields:
             if isinstance(ft, ir.Varbit):
-                self.line(f"for (uint32_t i_ = 0; i_ < {h}.f_{n}_bits / 8; i_++) "
-                          f"ss__putbits(o_, {bit} + 8 * (uint64_t)i_, 8, {h}.f_{n}[i_]);", lvl)
+                self.line(
+                    f"for (uint32_t i_ = 0; i_ < {h}.f_{n}_bits / 8; i_++) "
+                    f"ss__putbits(o_, {bit} + 8 * (uint64_t)i_, 8, {h}.f_{n}[i_]);",
+                    lvl,
+                )
                 bit = f"{bit} + {h}.f_{n}_bits"
                 continue
             w = ir.wire_width(ft)
@@ -728,8 +763,11 @@ class CEmitter:
             self.lines.append(ln)
         text = "\n".join(self.lines)
         # an explicit reject leaves parser_error NoError, as bmv2 (README: Known gaps)
-        for lab, code in (("P_accept", ["    return 0;"]), ("P_reject", ["    return 0;"]),
-                          ("P_error", ["    s->sm.parser_error = err;", "    return (int)err;"])):
+        for lab, code in (
+            ("P_accept", ["    return 0;"]),
+            ("P_reject", ["    return 0;"]),
+            ("P_error", ["    s->sm.parser_error = err;", "    return (int)err;"]),
+        ):
             if f"goto {lab};" in text:
                 self.lines.append(f"{lab}:")
                 self.lines.extend(code)
@@ -761,8 +799,11 @@ class CEmitter:
             go = self.target(case.target, refs)
             if case.value_set >= 0:
                 arr = self.fn.tmp("vs")
-                self.line(f"{{ uint64_t {arr}[] = {{{', '.join(kv)}}}; "
-                          f"if (ss_value_set_match(c, {case.value_set}, {arr})) {go} }}", lvl + 1)
+                self.line(
+                    f"{{ uint64_t {arr}[] = {{{', '.join(kv)}}}; "
+                    f"if (ss_value_set_match(c, {case.value_set}, {arr})) {go} }}",
+                    lvl + 1,
+                )
                 continue
             conds = []
             for v, ks in zip(kv, case.keysets, strict=False):
@@ -797,9 +838,12 @@ class CEmitter:
         return self.finish(f"static void ss_{role}(ss_ctx *c, void *vs)", tail)
 
     def preserve_fn(self) -> list[str]:
-        out = ["static void ss_preserve(int32_t fl, const void *from_, void *to_) {",
-               "    const ss_state *f = (const ss_state *)from_; ss_state *t = (ss_state *)to_;",
-               "    (void)f; (void)t;", "    switch (fl) {"]
+        out = [
+            "static void ss_preserve(int32_t fl, const void *from_, void *to_) {",
+            "    const ss_state *f = (const ss_state *)from_; ss_state *t = (ss_state *)to_;",
+            "    (void)f; (void)t;",
+            "    switch (fl) {",
+        ]
         for fid, paths in sorted(self.p.field_lists.items()):
             out.append(f"    case {fid}:")
             for p in paths:
