@@ -2,8 +2,9 @@
 # io_run.sh — build and run the data-path I/O tests (io.c, netem.c) with ASan + UBSan.
 #   tests/io_run.sh            netem unit test; io_test against the stub core and, when the
 #                              runtime core builds, against the real one (1,000,000-frame flood)
-#   tests/io_run.sh bench [SECONDS] [mmsg|trafgen] [SIZE]
+#   [CORE=real|stub|agg] tests/io_run.sh bench [SECONDS] [mmsg|trafgen] [SIZE]
 #                              -O2 build without sanitizers: forwarded packets/s over veth
+#                              (agg: the 32-register program of tests/agg_prog.c)
 # Needs root (a network namespace of its own, raw sockets).  Output in $OUT_DIR (default
 # /tmp/ssio), nothing in the tree.
 set -eu
@@ -20,8 +21,12 @@ CORE_SRCS=$(ls "$NATIVE"/src/*.c | grep -v -e '/io\.c$' -e '/netem\.c$' || true)
 
 if [ "${1:-}" = bench ]; then
     shift
-    core=${CORE:-real}
-    if [ "$core" = stub ]; then extra="$HERE/io_stub_core.c"; else extra=$CORE_SRCS; fi
+    core=${CORE:-real}   # real | stub | agg (the real core running tests/agg_prog.c)
+    case $core in
+        stub) extra="$HERE/io_stub_core.c" ;;
+        agg) extra="$CORE_SRCS $HERE/agg_prog.c -DIO_BENCH_AGG" ;;
+        *) extra=$CORE_SRCS ;;
+    esac
     # shellcheck disable=SC2086
     $CC $WARN -O2 -g -fno-omit-frame-pointer $TEST_SRCS $IO_SRCS $extra -lm -o "$OUT_DIR/io_bench_$core"
     exec "$OUT_DIR/io_bench_$core" bench "${1:-5}" "${2:-mmsg}" "${3:-64}"
