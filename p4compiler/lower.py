@@ -131,7 +131,7 @@ class Lower(_Build):
         self.n = itertools.count(1)
         self.types: dict[int, ir.Type] = {}
         self.type_order: list[ir.Type] = []
-        self.stack_types: dict[tuple, ir.Stack] = {}
+        self.stack_types: dict[tuple, Any] = {}  # stacks and tuples, by structure
         self.table_no = {t.p4name: i for i, t in enumerate(compiled.tables)}
         self.action_no = {a.name: i for i, a in enumerate(compiled.info.actions)}
         self.reg_no = {r.name: i for i, r in enumerate(compiled.info.registers)}
@@ -241,6 +241,14 @@ class Lower(_Build):
             res.fields = [(n, self.irt(ft, node)) for n, ft in t.fields]  # type: ignore[attr-defined]
             self.type_order.append(res)
             return res
+        if isinstance(t, T.TupleT):  # a struct with fields t0, t1, ... (indexed by constants only)
+            els = tuple(self.irt(x, node) for x in t.elements)
+            tkey = ("tuple", els)
+            if tkey not in self.stack_types:
+                tt = ir.Struct(f"TUP_{len(self.stack_types)}", [(f"t{i}", x) for i, x in enumerate(els)])
+                self.stack_types[tkey] = tt  # type: ignore[assignment]
+                self.type_order.append(tt)
+            return self.stack_types[tkey]
         if isinstance(t, T.StackT):
             el = self.irt(t.element, node)
             key = ("stack", id(el), t.size)
@@ -358,6 +366,14 @@ class Lower(_Build):
 
     def x_Index(self, e: A.Index, scope: Scope, em: Any, want: Any) -> V:
         base = self.value(e.expr, scope, em)
+        if isinstance(base.type, T.TupleT):
+            i = self.const_int(e.index, scope)
+            et = base.type.elements[i]
+            if isinstance(base.code, _Init):
+                return base.code.items[i][1]
+            if base.is_const:
+                return V(repr(base.const[i]), et, base.const[i])
+            return V(ir.Member(self.to_ir(base, e.expr), f"t{i}", self.irt(et, e)), et)
         if not isinstance(base.type, T.StackT):
             raise unsupported(f"indexing a {base.type} value", e)
         idx = self.value(e.index, scope, em)
@@ -540,6 +556,16 @@ class Lower(_Build):
     def x_ListExpr(self, e: A.ListExpr, scope: Scope, em: Any, want: Any) -> V:
         if isinstance(want, T.StructLikeT):
             return self.build_struct(want, [(None, x) for x in e.items], scope, em, e)
+        if isinstance(want, T.TupleT) and len(want.elements) == len(e.items):
+            return V(
+                _Init(
+                    [
+                        (f"t{i}", self.value(x, scope, em, want=et))
+                        for i, (x, et) in enumerate(zip(e.items, want.elements, strict=True))
+                    ]
+                ),
+                want,
+            )
         raise unsupported("a list expression here", e)
 
     def build_struct(self, t: T.StructLikeT, items: list, scope: Scope, em: Any, e: Any) -> V:  # type: ignore
@@ -581,9 +607,9 @@ class Lower(_Build):
     def store(self, target: ir.Expr, t: T.Type, rhs: V, em: list, node: Any) -> None:
         if isinstance(t, T.VarbitT):
             raise unsupported("assigning a varbit value", node)
-        if isinstance(t, (T.StructLikeT, T.StackT)):
+        if isinstance(t, (T.StructLikeT, T.StackT, T.TupleT)):
             if isinstance(rhs.code, _Init):
-                assert isinstance(t, T.StructLikeT)
+                assert isinstance(t, (T.StructLikeT, T.TupleT))
                 tmp = self.local("init", t, em, node)
                 self.init_into(tmp, t, rhs.code, em, node)
                 em.append(ir.Assign(target, tmp))
@@ -592,12 +618,12 @@ class Lower(_Build):
             return
         em.append(ir.Assign(target, self.coerce(rhs, t, node)))
 
-    def init_into(self, target: ir.Expr, t: T.StructLikeT, init: _Init, em: list, node: Any) -> None:
-        for fname, v in init.items:
-            ft = t.field_type(fname)
+    def init_into(self, target: ir.Expr, t: Any, init: _Init, em: list, node: Any) -> None:
+        for i, (fname, v) in enumerate(init.items):
+            ft = t.elements[i] if isinstance(t, T.TupleT) else t.field_type(fname)
             assert ft is not None
             self.store(ir.Member(target, fname, self.irt(ft, node)), ft, v, em, node)
-        if t.is_header:
+        if isinstance(t, T.StructLikeT) and t.is_header:
             em.append(ir.SetValid(target, True))
 
     # ------------------------------------------------------------------ statements
