@@ -31,6 +31,12 @@
  * fills.  A frame the kernel refuses (EMSGSIZE above the MTU, EAGAIN with the send buffer
  * full, ENETDOWN) is dropped and counted in tx_dropped; the data path never blocks on send.
  * Packet-out (another thread, under the lock) sends its few outputs directly with send().
+ * Two faster transmit paths were left out on purpose: PACKET_QDISC_BYPASS would silently skip
+ * the tc qdiscs (tbf, netem) that topologies/launcher.py puts on the switch-side interfaces;
+ * a TPACKET TX ring hands its slots back when the skb is orphaned, while the skb's page frags
+ * still point into the ring, so over veth a host socket that reads late could see a slot we
+ * already rewrote.  Measured (tests/io_run.sh bench): the kernel's transmit path is about two
+ * thirds of the switch's ~1.4 us per forwarded frame, the pipeline and ring reading the rest.
  *
  * Sleeping: when no ring has a frame and no emulated link has a frame due, the thread sleeps
  * in ppoll() on all port sockets and an eventfd (ss_stop, new ports, new netem frames from
