@@ -37,6 +37,8 @@ def emit_c(program: CompiledProgram) -> NativeProgram:
             raise NativeUnsupported(
                 f"the native backend does not support action profiles yet (table {t.name})"
             )
+    if len(program.info.direct_meters) > 8:  # ss_ctx.last_meter_color has 8 slots
+        raise NativeUnsupported("the native backend does not support more than 8 direct meters yet")
     prog = lower_program(program)
     source = CEmitter(prog).run()
     return NativeProgram(source, build_manifest(program, prog.field_lists, prog.errors))
