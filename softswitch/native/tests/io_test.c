@@ -716,7 +716,7 @@ static void t_flood(long n)
     __atomic_store_n(&pr.stop, 1, __ATOMIC_RELAXED);
     pthread_join(pt, NULL);
     printf("  control calls during the flood: %ld, the slowest %.2f ms\n", pr.calls, pr.worst * 1e3);
-    CHECK(pr.worst < 0.05, "a control call waited %.1f ms during the flood", pr.worst * 1e3);
+    CHECK(pr.worst < 0.1, "a control call waited %.1f ms during the flood", pr.worst * 1e3);
     sleep_ms(300);
     ss_port_stats s1 = pstats(sw, 1), s2 = pstats(sw, 2);
     uint64_t arrived = sysfs_stat("b0", "rx_packets") - b0_rx;
