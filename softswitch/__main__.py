@@ -57,6 +57,13 @@ def build_parser() -> argparse.ArgumentParser:
                         "--netem 2:delay=5ms,loss=0.01,rate=100mbit (repeatable, one per port)")
     p.add_argument("--loss-seed", type=int, default=None,
                    help="seed of the loss emulation of --loss-rate and --netem (default: random)")
+    p.add_argument("--backend", choices=["auto", "native", "python"], default=None,
+                   help="how the pipeline runs: native = the program compiled to C (built with the system "
+                        "C compiler at load, cached) with receive, pipeline and transmit in C threads; "
+                        "python = the Python reference backend; auto = native, or python with a one-line "
+                        "reason when the C emitter cannot handle the program or no C compiler is found "
+                        "(default: "
+                        "$INNET_SWITCH_BACKEND, else auto)")
     p.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
     return p
 
@@ -93,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unrecognized arguments: {' '.join(extra)}{hint}")
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")
     from p4compiler.python_backend import compile_file, compile_text
+    from softswitch.api import SwitchError
     from softswitch.netem import NetemSpecError, parse_netem_specs
     from softswitch.p4runtime_server import P4RuntimeServer
     from softswitch.ports import PortError, PortSet
@@ -117,78 +125,54 @@ def main(argv: list[str] | None = None) -> int:
     if unbound:
         print(f"error: --netem names port {unbound[0]}, which no -i PORT@IFACE binds", file=sys.stderr)
         return 2
+    from softswitch.native_switch import NativeSwitch, create_switch, default_backend
+    from softswitch.ports import parse_port_specs
+
+    try:
+        backend = args.backend or default_backend()
+    except SwitchError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    try:
+        interfaces = parse_port_specs(args.interfaces)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+    def make_switch(program: object) -> Switch:
+        return create_switch(program, backend, cpu_port=args.cpu_port)  # type: ignore[arg-type]
+
     switch = None
     if args.p4:
         try:
-            switch = Switch(compile_file(args.p4, args.include_dirs, defines), cpu_port=args.cpu_port)
+            switch = make_switch(compile_file(args.p4, args.include_dirs, defines))
         except P4Error as e:
             print(e, file=sys.stderr)
             return 2
     if args.no_grpc and switch is None:
         print("error: without --p4 the switch needs the P4Runtime server to get a program", file=sys.stderr)
         return 2
-    try:
-        ports = PortSet.from_specs(args.interfaces)
-    except (ValueError, PortError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
 
     stats = Stats()
-    holder: dict = {"switch": switch}
+    holder: dict = {"switch": switch, "ports": None, "netem": None}
 
     def to_wire(port: int, data: bytes) -> None:
-        if ports.send(port, data):
+        if holder["ports"] is not None and holder["ports"].send(port, data):
             stats.tx += 1
         else:
             stats.dropped += 1
 
     def send_all(packets: list[tuple[int, bytes]]) -> None:
+        netem = holder["netem"]
         for port, data in packets:
             if args.loss_rate and loss.random() < args.loss_rate:
                 stats.lost += 1
                 continue
-            if ports.send(port, data):
-                stats.tx += 1
+            link = netem.egress.get(port) if netem is not None else None
+            if link is not None:
+                link.submit(data)
             else:
-                stats.dropped += 1
-
-    netem = None
-    if links:  # only then: without --netem the data path stays as it was, no per-frame cost
-        from softswitch.netem import NetemPorts
-
-        # on_frame (the pipeline) is defined below; the lambda looks it up when a frame is due
-        netem = NetemPorts(links, lambda port_no, frame: on_frame(port_no, frame), to_wire,
-                           seed=args.loss_seed)
-        plain_send_all = send_all
-
-        def send_all(packets: list[tuple[int, bytes]]) -> None:
-            for port, data in packets:
-                link = netem.egress.get(port)
-                if link is None:
-                    plain_send_all([(port, data)])
-                elif args.loss_rate and loss.random() < args.loss_rate:
-                    stats.lost += 1
-                else:
-                    link.submit(data)
-
-    def load_pipeline(config: bytes, p4info: object) -> Switch:
-        text = config.decode("utf-8", errors="replace")
-        program = compile_text(text, "<device config>", args.include_dirs, defines)
-        return Switch(program, cpu_port=args.cpu_port)
-
-    server = None
-    if not args.no_grpc:
-        server = P4RuntimeServer(switch, args.device_id, load_pipeline, send_all,
-                                 device_config=(switch.program.p4_source.encode() if switch else b""))
-        try:
-            bound = server.start(args.grpc_addr)
-        except (OSError, RuntimeError) as e:
-            print(f"error: cannot start the P4Runtime server on {args.grpc_addr}: {e}", file=sys.stderr)
-            ports.close()
-            return 2
-        host = args.grpc_addr.rsplit(":", 1)[0]
-        print(f"P4Runtime server listening on {host}:{bound} (device id {args.device_id})", flush=True)
-    lock = server.lock if server is not None else threading.RLock()
+                to_wire(port, data)
 
     def on_frame(port_no: int, frame: bytes) -> None:
         stats.rx += 1
@@ -210,22 +194,91 @@ def main(argv: list[str] | None = None) -> int:
             stats.dropped += 1
         send_all(out)
 
-    handler = on_frame
-    if netem is not None:
+    def python_ports() -> None:
+        """The Python data path: one receive thread per AF_PACKET port, netem in Python threads."""
+        if holder["ports"] is not None:
+            return
+        ports = PortSet.from_specs(args.interfaces)
+        netem = None
+        if links:  # only then: without --netem the data path stays as it was, no per-frame cost
+            from softswitch.netem import NetemPorts
+
+            netem = NetemPorts(links, on_frame, to_wire, seed=args.loss_seed)
+        holder["ports"], holder["netem"] = ports, netem
 
         def handler(port_no: int, frame: bytes) -> None:
-            link = netem.ingress.get(port_no)
+            link = netem.ingress.get(port_no) if netem is not None else None
             if link is None:
                 on_frame(port_no, frame)
             else:
                 link.submit(frame)
 
-    ports.start(handler)
-    names = ", ".join(f"{n}@{p.name}" for n, p in sorted(ports.items())) or "none"
+        ports.start(handler)
+
+    def close_python_ports() -> None:
+        if holder["netem"] is not None:
+            holder["netem"].close()
+        if holder["ports"] is not None:
+            holder["ports"].close()
+        holder["ports"] = holder["netem"] = None
+
+    def attach(sw: Switch) -> None:
+        """Give the ports to the switch that runs now (the C data path or the Python one)."""
+        old = holder["switch"]
+        if isinstance(old, NativeSwitch) and old is not sw:
+            old.close()
+        if isinstance(sw, NativeSwitch):
+            close_python_ports()
+            sw.start(interfaces, links, args.loss_rate, args.loss_seed)
+        else:
+            python_ports()
+        holder["switch"] = sw
+
+    def load_pipeline(config: bytes, p4info: object) -> Switch:
+        text = config.decode("utf-8", errors="replace")
+        program = compile_text(text, "<device config>", args.include_dirs, defines)
+        sw = make_switch(program)
+        attach(sw)
+        print(f"softswitch: pipeline loaded, {backend_of(sw)} backend", flush=True)
+        return sw
+
+    server = None
+    if not args.no_grpc:
+        server = P4RuntimeServer(switch, args.device_id, load_pipeline, send_all,
+                                 device_config=(switch.program.p4_source.encode() if switch else b""))
+        try:
+            bound = server.start(args.grpc_addr)
+        except (OSError, RuntimeError) as e:
+            print(f"error: cannot start the P4Runtime server on {args.grpc_addr}: {e}", file=sys.stderr)
+            return 2
+        host = args.grpc_addr.rsplit(":", 1)[0]
+        print(f"P4Runtime server listening on {host}:{bound} (device id {args.device_id})", flush=True)
+    lock = server.lock if server is not None else threading.RLock()
+
+    try:
+        if switch is not None:
+            holder["switch"] = None
+            attach(switch)
+        elif backend == "python":
+            python_ports()
+    except (ValueError, PortError, SwitchError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        if server is not None:
+            server.stop()
+        return 2
+    names = ", ".join(f"{n}@{i}" for n, i in sorted(interfaces)) or "none"
     prog = args.p4 or "(none yet: waiting for SetForwardingPipelineConfig)"
-    print(f"softswitch running {prog}; ports: {names}", flush=True)
+    running = f" on the {backend_of(switch)} backend" if switch is not None else ""
+    print(f"softswitch running {prog}{running}; ports: {names}", flush=True)
     for port_no, params in sorted(links.items()):
         print(f"softswitch: port {port_no} emulates {params.describe()} in each direction", flush=True)
+
+    def stats_line() -> str:
+        sw = holder["switch"]
+        if isinstance(sw, NativeSwitch):
+            return native_stats_line(sw, [n for n, _ in interfaces])
+        netem = holder["netem"]
+        return stats.line() + (f"  {netem.line()}" if netem else "")
 
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -234,14 +287,36 @@ def main(argv: list[str] | None = None) -> int:
     while not stop.wait(0.2):
         if args.stats_interval and time.monotonic() - last >= args.stats_interval:
             last = time.monotonic()
-            print(stats.line() + (f"  {netem.line()}" if netem else ""), flush=True)
-    if netem is not None:
-        netem.close()
-    ports.close()
+            print(stats_line(), flush=True)
+    final = stats_line()
+    sw = holder["switch"]
+    if isinstance(sw, NativeSwitch):
+        sw.close()
+    close_python_ports()
     if server is not None:
         server.stop()
-    print(f"softswitch stopped: {stats.line()}" + (f"  {netem.line()}" if netem else ""), flush=True)
+    print(f"softswitch stopped: {final}", flush=True)
     return 0
+
+
+def backend_of(sw: object) -> str:
+    return "native" if getattr(sw, "backend", "python") == "native" else "python"
+
+
+def native_stats_line(sw: object, ports: list[int]) -> str:
+    """The stop/--stats-interval line of the C data path, in the Python path's words."""
+    keys = ("rx_packets", "tx_packets", "rx_dropped", "tx_dropped", "netem_lost", "netem_qdrop")
+    tot = dict.fromkeys(keys, 0)
+    for p in ports:
+        for k, v in sw.port_stats(p).items():  # type: ignore[attr-defined]
+            if k in tot:
+                tot[k] += v
+    st = sw.stats()  # type: ignore[attr-defined]
+    line = (f"rx {tot['rx_packets']}  tx {tot['tx_packets']}  dropped {st['pipeline_drops']}  "
+            f"errors {st['assert_drops']}  overrun {tot['rx_dropped']}  tx-dropped {tot['tx_dropped']}")
+    if tot["netem_lost"] or tot["netem_qdrop"]:
+        line += f"  lost {tot['netem_lost']}  qdrop {tot['netem_qdrop']}"
+    return line
 
 
 if __name__ == "__main__":

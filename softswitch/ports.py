@@ -347,6 +347,19 @@ def parse_port_spec(spec: str) -> tuple[int, str]:
     return port_no, ifname
 
 
+def parse_port_specs(specs: Iterable[str]) -> list[tuple[int, str]]:
+    """Parse several `PORT@IFNAME` specs; a port or an interface given twice is an error."""
+    parsed: list[tuple[int, str]] = []
+    for spec in specs:
+        port_no, ifname = parse_port_spec(spec)
+        if any(p == port_no for p, _ in parsed):
+            raise ValueError(f"port {port_no} is given twice (in {spec!r})")
+        if any(i == ifname for _, i in parsed):
+            raise ValueError(f"interface {ifname!r} is bound to two ports (in {spec!r})")
+        parsed.append((port_no, ifname))
+    return parsed
+
+
 class PortSet:
     """The switch's ports by number. The data path (`send`, receive threads) never raises."""
 
@@ -363,14 +376,7 @@ class PortSet:
         cls, specs: Iterable[str], port_factory: Callable[[str], Port] = AfPacketPort
     ) -> PortSet:
         """Open one port per `PORT@IFNAME` spec; on any error the ports opened so far are closed."""
-        parsed: list[tuple[int, str]] = []
-        for spec in specs:
-            port_no, ifname = parse_port_spec(spec)
-            if any(p == port_no for p, _ in parsed):
-                raise ValueError(f"port {port_no} is given twice (in {spec!r})")
-            if any(i == ifname for _, i in parsed):
-                raise ValueError(f"interface {ifname!r} is bound to two ports (in {spec!r})")
-            parsed.append((port_no, ifname))
+        parsed = parse_port_specs(specs)
         ps = cls()
         try:
             for port_no, ifname in parsed:

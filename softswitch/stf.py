@@ -958,14 +958,16 @@ def run_stf(
     include_dirs: Sequence[str] = (),
     defines: dict[str, str] | None = None,
     cpu_port: int = 64,
+    backend: str | None = None,
 ) -> StfResult:
-    """Compile `program_path`, load it into a fresh software switch, run `stf_path`.
+    """Compile `program_path`, load it into a fresh software switch (`backend`: auto, native or
+    python; default $INNET_SWITCH_BACKEND, else auto), run `stf_path`.
     Raises p4compiler.errors.P4Error when the program does not compile, StfError as above."""
-    from softswitch.switch import Switch  # late: the runner itself only needs SwitchAPI
+    from p4compiler.python_backend import compile_file
+    from softswitch.native_switch import create_switch  # late: the runner itself only needs SwitchAPI
 
-    switch = Switch.from_file(
-        program_path, include_dirs=tuple(include_dirs), defines=defines, cpu_port=cpu_port
-    )
+    program = compile_file(program_path, include_dirs=tuple(include_dirs), defines=defines)
+    switch = create_switch(program, backend, cpu_port=cpu_port)
     return run_stf_on_switch(switch, stf_path)
 
 
@@ -987,6 +989,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "-D", dest="defines", action="append", default=[], metavar="NAME[=VAL]", help="preprocessor define"
     )
     ap.add_argument("--cpu-port", type=int, default=64)
+    ap.add_argument("--backend", choices=["auto", "native", "python"], default=None,
+                    help="switch backend: native (C), python (reference) or auto = native when the C emitter "
+                         "handles the program (default: $INNET_SWITCH_BACKEND, else auto)")
     ap.add_argument("-v", "--verbose", action="store_true", help="print every command and packet")
     args = ap.parse_args(argv)
 
@@ -998,7 +1003,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         defines[name] = val if sep else "1"
     try:
         from p4compiler.python_backend import compile_file
-        from softswitch.switch import Switch
+        from softswitch.native_switch import create_switch
 
         program = compile_file(args.program, include_dirs=tuple(args.include_dirs), defines=defines or None)
     except P4Error as e:
@@ -1014,7 +1019,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     status = 0
     for stf_path in args.stf:
         try:
-            switch = Switch(program, cpu_port=args.cpu_port)
+            switch = create_switch(program, args.backend, cpu_port=args.cpu_port)
             result = run_stf_on_switch(switch, stf_path)
         except (StfError, P4Error, SwitchError) as e:
             print(f"ERROR {stf_path}\n{e}", file=sys.stderr)
@@ -1023,7 +1028,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.verbose:
             print("\n".join(result.log))
         if result.ok:
-            print(f"PASS {stf_path}")
+            print(f"PASS {stf_path} ({switch.backend} backend)")
         else:
             print(f"FAIL {stf_path}")
             for msg in result.failures:

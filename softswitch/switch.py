@@ -9,14 +9,13 @@ Pipeline per packet (bmv2 simple_switch semantics):
 from __future__ import annotations
 
 import logging
-import random
 import threading
 from collections import deque
 from typing import Any, Mapping, Sequence
 
 from p4compiler.python_backend import CompiledProgram, compile_file
 from p4compiler.python_backend.types import serial_width
-from softswitch import api, runtime
+from softswitch import algorithms, api, runtime
 from softswitch.api import CloneSession, NotFound, Replica, SwitchError
 from softswitch.runtime import AssertionFailed, ExitSignal, Packet, ParserError
 from softswitch.tables import Counter, DirectMeter, Meter, Register, Table, ValueSet
@@ -91,10 +90,12 @@ class _TableProxy:
 class Switch:
     """A software switch running one compiled P4 program (implements SwitchAPI)."""
 
+    backend = "python"  # the executable reference; softswitch.native_switch.NativeSwitch runs C
+
     def __init__(self, program: CompiledProgram, cpu_port: int = 64, seed: int | None = None):
         self.cpu_port = cpu_port
         self.lock = threading.RLock()
-        self.rng = random.Random(seed)
+        self.rng = algorithms.Xoshiro256(seed)  # the native runtime's generator: same seed, same draws
         self._packet_in_handlers: list[api.PacketInHandler] = []
         self._digest_handlers: list[api.DigestHandler] = []
         self.load(program)
