@@ -265,3 +265,53 @@ def checksum16(fields: Sequence[tuple[int, int]], payload: bytes = b"") -> int:
 def verify_checksum16(fields: Sequence[tuple[int, int]], expected: int, payload: bytes = b"") -> bool:
     """True when the checksum field holds the csum16 of the fields (as bmv2's verify compares them)."""
     return checksum16(fields, payload) == expected & 0xFFFF
+
+
+_M64 = (1 << 64) - 1
+
+
+class Xoshiro256:
+    """The v1model `random` extern's generator on both backends: xoshiro256** seeded through
+    splitmix64, as the native runtime (softswitch/native/src) draws it, so that the same seed
+    gives the same draws on the Python and the C backend."""
+
+    def __init__(self, seed: int | None = None) -> None:
+        if seed is None:
+            import random as _random
+
+            seed = _random.SystemRandom().getrandbits(63)
+        x = seed & _M64
+        self.s = []
+        for _ in range(4):
+            x = (x + 0x9E3779B97F4A7C15) & _M64
+            z = x
+            z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+            z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M64
+            self.s.append(z ^ (z >> 31))
+
+    def next64(self) -> int:
+        s = self.s
+        r = ((s[1] * 5) & _M64)
+        result = ((((r << 7) | (r >> 57)) & _M64) * 9) & _M64
+        t = (s[1] << 17) & _M64
+        s[2] ^= s[0]
+        s[3] ^= s[1]
+        s[1] ^= s[2]
+        s[0] ^= s[3]
+        s[2] ^= t
+        s[3] = ((s[3] << 45) | (s[3] >> 19)) & _M64
+        return result
+
+    def randint(self, lo: int, hi: int) -> int:
+        """Uniform in [lo, hi] (lo when lo >= hi), rejecting the low tail as the C runtime does."""
+        if lo >= hi:
+            return lo
+        span = hi - lo
+        if span == _M64:
+            return self.next64()
+        rng = span + 1
+        threshold = ((1 << 64) - rng) % rng
+        while True:
+            r = self.next64()
+            if r >= threshold:
+                return lo + r % rng
