@@ -1,5 +1,7 @@
 """The P4 packet-test corpora, run on the software switch (softswitch.stf.run_stf):
 
+Each runs on both backends (tests/backends.py).
+
 - tests/p4/features: one P4-16 / v1model concern per program;
 - tests/p4/spec: programs written the way third-party programs are (p4c's p4_16_samples, the
   P4 tutorials), checking language and v1model idioms.
@@ -14,8 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from softswitch import stf
+from backends import BACKENDS, run_stf
 
 pytestmark = pytest.mark.stf
 
@@ -36,7 +37,8 @@ def test_corpus_is_complete(corpus: str) -> None:
     )
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("stf_path", STF_FILES, ids=[f"{p.parent.name}/{p.stem}" for p in STF_FILES])
-def test_program(stf_path: Path) -> None:
-    result = stf.run_stf(str(stf_path.with_suffix(".p4")), str(stf_path))
+def test_program(stf_path: Path, backend: str) -> None:
+    result = run_stf(stf_path.with_suffix(".p4"), stf_path, backend)
     assert result.ok, f"{stf_path.name} failed:\n" + "\n".join(result.failures)

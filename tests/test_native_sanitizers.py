@@ -1,0 +1,43 @@
+"""The native backend's C (runtime + generated programs) under AddressSanitizer and
+UndefinedBehaviorSanitizer: the STF corpora, the differential test and the garbage flood run in a
+child pytest whose native programs are built with -fsanitize=address,undefined (and
+-fno-sanitize-recover, so any report aborts), with libasan preloaded into Python. A sanitizer
+report fails this test and shows in its output.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from softswitch.native import sanitizer_runtime
+
+ROOT = Path(__file__).resolve().parent.parent
+CHILD_TESTS = ["tests/test_stf_corpus.py", "tests/test_innet_stf.py", "tests/test_native_differential.py",
+               "tests/test_native_robustness.py"]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1500)
+def test_native_under_asan_and_ubsan() -> None:
+    if os.environ.get("INNET_NATIVE_SANITIZE") == "1":
+        pytest.skip("already the sanitizer run")
+    libasan = sanitizer_runtime()
+    if libasan is None:
+        pytest.skip("the C compiler has no libasan (gcc's libasan8 / clang's compiler-rt)")
+    env = {**os.environ, "INNET_NATIVE_SANITIZE": "1", "LD_PRELOAD": libasan,
+           # Python's own allocations are not ours to judge; halt on the first C error
+           "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1:halt_on_error=1",
+           "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1", "INNET_SWITCH_BACKEND": "native"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-k",
+         "native or backends_agree or garbage", *CHILD_TESTS],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=1400)
+    out = proc.stdout[-6000:] + proc.stderr[-6000:]
+    assert "ERROR: AddressSanitizer" not in out and "runtime error:" not in out, out
+    assert proc.returncode == 0, out
+    assert " passed" in proc.stdout, out
