@@ -17,8 +17,11 @@ PYTEST_ARGS ?=
 # Debian packages the tests need: iproute2 for `ip netns`/veth, ethtool to turn off veth
 # checksum offload (frames captured by AF_PACKET otherwise carry unfinished checksums);
 # iputils-ping for the demo's pings through the switch; libdpdk-dev + pkg-config to build the
-# replay server's DPDK I/O path (dpdk_fallback/); redis-server for the Redis replay baseline.
-APT_PKGS := iproute2 ethtool iputils-ping libdpdk-dev pkg-config redis-server
+# replay server's DPDK I/O path (dpdk_fallback/); redis-server for the Redis replay baseline;
+# netsniff-ng for trafgen, the packet generator of `make bench`'s switch packets/s (a sender that
+# is not the bottleneck). The native switch backend needs only the C compiler and its libasan
+# (gcc's, for the sanitizer test), which a Debian gcc brings.
+APT_PKGS := iproute2 ethtool iputils-ping libdpdk-dev pkg-config redis-server netsniff-ng
 
 .PHONY: test run demo lint bmv2-test bench clean system-deps venv .venv replay-server
 

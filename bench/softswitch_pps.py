@@ -1,16 +1,23 @@
-"""Packets per second of the software switch (issue 2's speed figures; not a test).
+"""Packets per second of the software switch, both backends side by side (not a test).
 
 Two programs:
   (a) l2l3: p4/examples/basic_router.p4 -- parse Ethernet/IPv4, verify the IPv4 checksum, LPM
       route with MAC rewrite and TTL decrement, per-port counter, checksum update, deparse.
   (b) agg32: bench/p4/agg32.p4 -- 32 int32 payload fields added into 32 register arrays at the
       packet's slot, sums written back into the packet (the shape of in-switch aggregation).
+Two backends: python (the reference: generated Python per packet) and native (the program
+compiled to C, run by the C runtime with C data-path threads).
 Two paths:
-  in-process: Switch.process_packet in a loop (no I/O), one core.
-  veth: `python -m softswitch` with AF_PACKET ports; a sender in one network namespace blasts
-      frames over a veth pair, a receiver in another counts what the switch forwards (needs root).
+  in-process: no I/O, one core. Python: Switch.process_packet in a loop. Native: the C pipeline
+      over a batch of frames (NativeSwitch.process_batch), no Python per packet.
+  veth: `python -m softswitch --backend B` pinned to one core with AF_PACKET ports; a sender in
+      one network namespace blasts frames over a veth pair (trafgen from netsniff-ng, pinned to
+      the other core, when installed: a sender that is not the bottleneck; else a Python
+      sender, which is), and the forwarded rate is read from the kernel's counters of the
+      receiving interface over the middle of the run (needs root).
 
-    python bench/softswitch_pps.py [--packets N] [--seconds S] [--skip-veth] [--out FILE]
+    python bench/softswitch_pps.py [--backends python,native] [--packets N] [--seconds S]
+                                   [--skip-veth] [--out FILE]
 
 Prints a table and writes bench/results/softswitch_pps.json.
 """
@@ -22,9 +29,11 @@ import json
 import os
 import platform
 import re
+import shutil
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -33,6 +42,7 @@ sys.path.insert(0, str(ROOT))
 
 from p4compiler.python_backend import compile_file  # noqa: E402
 from softswitch.api import Lpm, TableEntry  # noqa: E402
+from softswitch.native_switch import create_switch  # noqa: E402
 from softswitch.switch import Switch  # noqa: E402
 
 L2L3 = ROOT / "p4" / "examples" / "basic_router.p4"
@@ -61,66 +71,141 @@ def agg32_frame(slot: int = 5) -> bytes:
             + b"".join(struct.pack("!I", i) for i in range(32)))
 
 
-def make_switch(which: str) -> Switch:
+def make_switch(which: str, backend: str) -> Switch:
+    sw = create_switch(compile_file(str(L2L3 if which == "l2l3" else AGG32)), backend)
     if which == "l2l3":
-        sw = Switch(compile_file(str(L2L3)))
         sw.insert_entry(TableEntry("RouterIngress.ipv4_lpm", {"hdr.ipv4.dst": Lpm(0x0A000202, 32)},
                                    "RouterIngress.set_nhop",
                                    {"dst_mac": 0x020000000202, "src_mac": 0x0200000000FE, "port": 2}))
-        return sw
-    return Switch(compile_file(str(AGG32)))
+    return sw
 
 
-def bench_in_process(which: str, packets: int) -> dict:
-    sw = make_switch(which)
+def bench_in_process(which: str, backend: str, packets: int) -> dict:
+    sw = make_switch(which, backend)
     frame = l2l3_frame() if which == "l2l3" else agg32_frame()
     out = sw.process_packet(1, frame)
     assert out, f"{which}: the benchmark packet was dropped"
-    for _ in range(min(1000, packets)):  # warm-up
-        sw.process_packet(1, frame)
-    t = time.perf_counter()
-    for _ in range(packets):
-        sw.process_packet(1, frame)
-    dt = time.perf_counter() - t
-    return {"program": which, "path": "in-process", "packets": packets, "seconds": round(dt, 3),
-            "pps": round(packets / dt), "us_per_packet": round(dt / packets * 1e6, 2)}
+    if backend == "native":
+        batch = [frame] * 1024
+        repeat = max(1, packets // len(batch))
+        sw.process_batch(1, batch, repeat=min(repeat, 20))  # warm-up
+        t = time.perf_counter()
+        n_out = sw.process_batch(1, batch, repeat=repeat)
+        dt = time.perf_counter() - t
+        packets = repeat * len(batch)
+        assert n_out == packets, f"{which}: {n_out} outputs for {packets} packets"
+    else:
+        for _ in range(min(1000, packets)):  # warm-up
+            sw.process_packet(1, frame)
+        t = time.perf_counter()
+        for _ in range(packets):
+            sw.process_packet(1, frame)
+        dt = time.perf_counter() - t
+    close = getattr(sw, "close", None)
+    if close is not None:
+        close()
+    return {"program": which, "backend": backend, "path": "in-process", "packets": packets,
+            "seconds": round(dt, 3), "pps": round(packets / dt),
+            "ns_per_packet": round(dt / packets * 1e9, 1)}
 
 
 SENDER = r"""
 import socket, sys, time
-iface, frame, n = sys.argv[1], bytes.fromhex(sys.argv[2]), int(sys.argv[3])
+iface, frame, seconds = sys.argv[1], bytes.fromhex(sys.argv[2]), float(sys.argv[3])
 s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
 s.bind((iface, 0))
-t = time.perf_counter()
-for _ in range(n):
-    s.send(frame)
-print(time.perf_counter() - t)
-"""
-
-RECEIVER = r"""
-import socket, sys, time
-iface, seconds, size = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
-s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
-s.bind((iface, 0))
-s.settimeout(0.5)
-print("ready", flush=True)
-n, first, last = 0, None, None
 end = time.monotonic() + seconds
 while time.monotonic() < end:
-    try:
-        data, addr = s.recvfrom(65535)
-    except socket.timeout:
-        if n:
-            break
-        continue
-    if addr[2] == socket.PACKET_OUTGOING or len(data) != size:
-        continue
-    now = time.perf_counter()
-    first = first or now
-    last = now
-    n += 1
-print(n, (last - first) if n > 1 else 0.0)
+    for _ in range(1000):
+        try:
+            s.send(frame)
+        except OSError:
+            pass
 """
+
+
+def _link_counters(ns: object, ifname: str) -> tuple[int, int]:
+    """(rx_packets, tx_packets) of an interface in a namespace, from the kernel."""
+    out = subprocess.run(["ip", "-n", ns.name, "-s", "-j", "link", "show", "dev", ifname],  # type: ignore[attr-defined]
+                         capture_output=True, text=True, check=True).stdout
+    st = json.loads(out)[0]["stats64"]
+    return int(st["rx"]["packets"]), int(st["tx"]["packets"])
+
+
+def _trafgen_conf(frame: bytes, path: Path) -> None:
+    path.write_text("{ " + ", ".join(f"0x{b:02x}" for b in frame) + " }\n")
+
+
+def bench_veth(which: str, backend: str, seconds: float) -> dict:
+    from topologies.netns import create_namespace, create_veth_pair, netns_unavailable
+
+    reason = netns_unavailable()
+    if reason:
+        return {"program": which, "backend": backend, "path": "veth", "skipped": reason}
+    made = []
+    proc = send = None
+    trafgen = shutil.which("trafgen")
+    cores = os.cpu_count() or 1
+    pin_switch = ["taskset", "-c", str(cores - 1)] if cores > 1 and shutil.which("taskset") else []
+    pin_sender = ["taskset", "-c", "0"] if pin_switch else []
+    try:
+        ns_tx, ns_rx = create_namespace("bt"), create_namespace("br")
+        made += [ns_tx, ns_rx]
+        p1, p2 = create_veth_pair(peer_ns=ns_tx, prefix="bp"), create_veth_pair(peer_ns=ns_rx, prefix="bp")
+        made += [p1, p2]
+        program = L2L3 if which == "l2l3" else AGG32
+        argv = pin_switch + [sys.executable, "-m", "softswitch", "--backend", backend, "--p4", str(program),
+                             "--grpc-addr", "127.0.0.1:0", "-i", f"1@{p1.host_if}", "-i", f"2@{p2.host_if}"]
+        proc = subprocess.Popen(argv,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+        first = proc.stdout.readline()
+        m = re.search(r":(\d+) ", first)
+        if not m:
+            raise RuntimeError(f"softswitch did not start: {first!r} {proc.stderr.read()[-500:]}")
+        grpc_port = int(m.group(1))
+        running = proc.stdout.readline()
+        assert "softswitch running" in running, running
+        ran = "native" if "native backend" in running else "python"
+        if which == "l2l3":
+            install_route(grpc_port)
+        frame = agg32_frame() if which == "agg32" else l2l3_frame()
+        # l2l3 routes port 1 -> port 2; agg32 sends results back out of port 1
+        rx_ns, tx_if, rx_if = (ns_rx, p1.ns_if, p2.ns_if) if which == "l2l3" else (ns_tx, p1.ns_if, p1.ns_if)
+        with tempfile.TemporaryDirectory() as td:
+            if trafgen:
+                conf = Path(td) / "frame.cfg"
+                _trafgen_conf(frame, conf)
+                argv = pin_sender + [trafgen, "--dev", tx_if, "--conf", str(conf), "--cpus", "1", "-q", "-C"]
+                sender = "trafgen (netsniff-ng), 1 core"
+            else:
+                argv = pin_sender + [sys.executable, "-c", SENDER, tx_if, frame.hex(), str(seconds + 2)]
+                sender = "python AF_PACKET send() loop (slower than the switch may be)"
+            send = ns_tx.popen(argv)
+            time.sleep(min(2.0, seconds / 4))  # ramp-up, then measure a steady window
+            rx0, _ = _link_counters(rx_ns, rx_if)
+            _, tx0 = _link_counters(ns_tx, tx_if)
+            t0 = time.perf_counter()
+            time.sleep(seconds)
+            rx1, _ = _link_counters(rx_ns, rx_if)
+            _, tx1 = _link_counters(ns_tx, tx_if)
+            dt = time.perf_counter() - t0
+        forwarded, offered = rx1 - rx0, tx1 - tx0
+        return {"program": which, "backend": ran, "path": "veth", "sender": sender, "seconds": round(dt, 2),
+                "offered_pps": round(offered / dt), "pps": round(forwarded / dt),
+                "forwarded_share": round(forwarded / offered, 4) if offered else 0.0,
+                "switch_core": pin_switch[-1] if pin_switch else "any"}
+    finally:
+        if send is not None:
+            send.terminate()
+            send.wait(timeout=10)
+        if proc is not None:
+            proc.terminate()
+            try:
+                _, err = proc.communicate(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        for obj in reversed(made):
+            obj.delete()
 
 
 def install_route(grpc_port: int) -> None:
@@ -149,78 +234,45 @@ def install_route(grpc_port: int) -> None:
             sh.teardown()
 
 
-def bench_veth(which: str, packets: int, seconds: float) -> dict:
-    from topologies.netns import create_namespace, create_veth_pair, netns_unavailable
-
-    reason = netns_unavailable()
-    if reason:
-        return {"program": which, "path": "veth", "skipped": reason}
-    made = []
-    proc = None
-    try:
-        ns_tx, ns_rx = create_namespace("bt"), create_namespace("br")
-        made += [ns_tx, ns_rx]
-        p1, p2 = create_veth_pair(peer_ns=ns_tx, prefix="bp"), create_veth_pair(peer_ns=ns_rx, prefix="bp")
-        made += [p1, p2]
-        program = L2L3 if which == "l2l3" else AGG32
-        proc = subprocess.Popen([sys.executable, "-m", "softswitch", "--p4", str(program), "--grpc-addr",
-                                 "127.0.0.1:0", "-i", f"1@{p1.host_if}", "-i", f"2@{p2.host_if}"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
-        grpc_port = int(re.search(r":(\d+) ", proc.stdout.readline()).group(1))
-        assert "softswitch running" in proc.stdout.readline()
-        if which == "l2l3":
-            install_route(grpc_port)
-        frame = agg32_frame() if which == "agg32" else l2l3_frame()
-        # l2l3 routes port 1 -> port 2; agg32 sends results back out of port 1
-        rx_ns, tx_if, rx_if = (ns_rx, p1.ns_if, p2.ns_if) if which == "l2l3" else (ns_tx, p1.ns_if, p1.ns_if)
-        recv = rx_ns.popen([sys.executable, "-c", RECEIVER, rx_if, str(seconds), str(len(frame))])
-        assert recv.stdout.readline().strip() == "ready"
-        send = ns_tx.run([sys.executable, "-c", SENDER, tx_if, frame.hex(), str(packets)],
-                         timeout=seconds + 30)
-        out, _ = recv.communicate(timeout=seconds + 30)
-        n, span = out.split()
-        n, span = int(n), float(span)
-        sent_s = float(send.stdout.strip())
-        return {"program": which, "path": "veth", "sent": packets, "received": n,
-                "send_seconds": round(sent_s, 3), "pps": round(n / span) if span > 0 else 0,
-                "loss": round(1 - n / packets, 4)}
-    finally:
-        if proc is not None:
-            proc.terminate()
-            proc.wait(timeout=10)
-        for obj in reversed(made):
-            obj.delete()
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--backends", default="python,native",
+                    help="comma-separated backends to measure (default %(default)s)")
     ap.add_argument("--packets", type=int, default=20000,
-                    help="packets per in-process run (default %(default)s)")
-    ap.add_argument("--veth-packets", type=int, default=5000,
-                    help="packets per veth run (default %(default)s)")
-    ap.add_argument("--seconds", type=float, default=20.0,
-                    help="time limit of each veth run (default %(default)s)")
+                    help="packets per in-process run of the Python backend; the native one runs 100x as "
+                         "many (default %(default)s)")
+    ap.add_argument("--seconds", type=float, default=5.0,
+                    help="measured window of each veth run (default %(default)s)")
     ap.add_argument("--skip-veth", action="store_true", help="only the in-process runs")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "softswitch_pps.json"))
     args = ap.parse_args()
+    backends = [b.strip() for b in args.backends.split(",") if b.strip()]
+    bad = [b for b in backends if b not in ("python", "native")]
+    if bad:
+        ap.error(f"unknown backend {bad[0]!r} (python, native)")
     results = []
     for which in ("l2l3", "agg32"):
-        r = bench_in_process(which, args.packets)
-        print(f"{which:6s} in-process  {r['pps']:>9,d} packets/s  ({r['us_per_packet']} us/packet)",
-              flush=True)
-        results.append(r)
+        for backend in backends:
+            n = args.packets * (100 if backend == "native" else 1)
+            r = bench_in_process(which, backend, n)
+            print(f"{which:6s} {backend:6s} in-process  {r['pps']:>11,d} packets/s  "
+                  f"({r['ns_per_packet']} ns/packet)", flush=True)
+            results.append(r)
     if not args.skip_veth:
         for which in ("l2l3", "agg32"):
-            r = bench_veth(which, args.veth_packets, args.seconds)
-            if "skipped" in r:
-                print(f"{which:6s} veth        skipped: {r['skipped']}")
-            else:
-                print(f"{which:6s} veth        {r['pps']:>9,d} packets/s  ({r['received']}/{r['sent']} "
-                      f"forwarded, loss {r['loss']:.1%} with the sender faster than the switch)", flush=True)
-            results.append(r)
+            for backend in backends:
+                r = bench_veth(which, backend, args.seconds)
+                if "skipped" in r:
+                    print(f"{which:6s} {backend:6s} veth        skipped: {r['skipped']}")
+                else:
+                    print(f"{which:6s} {r['backend']:6s} veth        {r['pps']:>11,d} packets/s forwarded of "
+                          f"{r['offered_pps']:,d} offered ({r['sender']}; switch on core {r['switch_core']})",
+                          flush=True)
+                results.append(r)
     doc = {"benchmark": "softswitch_pps", "machine": {"cpu": platform.processor() or platform.machine(),
            "cores": os.cpu_count(), "python": platform.python_version()},
-           "target_agg32_in_process_pps": 20000, "results": results}
+           "targets": {"agg32_in_process_native_pps": 2_000_000, "agg32_veth_native_pps": 500_000},
+           "results": results}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(doc, indent=2) + "\n")
     print(f"wrote {args.out}")
