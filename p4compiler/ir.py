@@ -26,13 +26,15 @@ table returning (hit, action number, args), `ExternCall` the runtime calls of
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Union
+from dataclasses import dataclass, field, fields, is_dataclass
+from typing import Any, Union
 
+# Every node may carry `loc` (the front end's source location, set by the lowering on types and
+# statements) so that a back end refusing a construct can point at it.
 
 # ---------------------------------------------------------------------------- types
 class Type:
-    pass
+    loc: Any = None
 
 
 @dataclass(frozen=True)
@@ -105,6 +107,7 @@ def wire_width(t: Type) -> int:
 # ---------------------------------------------------------------------------- expressions
 class Expr:
     type: Type
+    loc: Any = None
 
 
 @dataclass(eq=False)
@@ -228,7 +231,7 @@ class PacketLength(Expr):
 
 # ---------------------------------------------------------------------------- statements
 class Stmt:
-    pass
+    loc: Any = None
 
 
 @dataclass(eq=False)
@@ -295,7 +298,8 @@ class Leave(Stmt):
 
 @dataclass(eq=False)
 class Exit(Stmt):
-    pass
+    """`exit`: ends the current top-level control (in a parser, the Python reference raises its
+    exit signal there too; the C back end refuses it)."""
 
 
 @dataclass(eq=False)
@@ -389,6 +393,20 @@ class Emit(Stmt):
 
 
 @dataclass(eq=False)
+class ParserAccept(Stmt):
+    """`return` in a parser state: the (sub-)parser ends now, in accept."""
+
+
+@dataclass(eq=False)
+class SubParser(Stmt):
+    """Run a sub-parser's states here (its `accept` continues after this statement, `reject` and
+    errors end the caller too). Arguments are copied in/out by the statements around it."""
+
+    parser: "Parser"
+    name: str  # P4Info-style instance name, for messages
+
+
+@dataclass(eq=False)
 class ParserError(Stmt):
     """Raise a parser error (e.g. NoMatch, StackOutOfBounds) by its number."""
 
@@ -418,7 +436,14 @@ class KsDefault:
     pass
 
 
-Keyset = Union[KsValue, KsMask, KsRange, KsDefault]
+@dataclass(eq=False)
+class KsValueSet:
+    """One element of a tuple keyset that is a value_set: matches when the key is in the set."""
+
+    value_set: int
+
+
+Keyset = Union[KsValue, KsMask, KsRange, KsDefault, KsValueSet]
 
 
 @dataclass(eq=False)
@@ -466,3 +491,34 @@ class Program:
     value_sets: list[str]
     digests: list[str]
     field_lists: dict[int, list[list[str]]]  # id -> paths ("sm"/"meta", field, ...)
+
+
+def children(node: Any) -> list[Any]:
+    """The IR nodes directly inside `node` (statements, expressions, cases, keysets), in field order."""
+    out: list[Any] = []
+    for f in fields(node):
+        if f.name in ("type", "loc"):
+            continue
+        v = getattr(node, f.name)
+        if isinstance(v, list):
+            for x in v:
+                if isinstance(x, tuple):  # StructInit values
+                    out.extend(y for y in x if _is_node(y))
+                elif _is_node(x):
+                    out.append(x)
+        elif _is_node(v):
+            out.append(v)
+    return out
+
+
+def _is_node(x: Any) -> bool:
+    return is_dataclass(x) and not isinstance(x, Type)
+
+
+def walk(node: Any) -> Any:
+    """Every IR node under `node` (itself first), depth first; a list walks each element."""
+    stack = list(reversed(node)) if isinstance(node, list) else [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend(reversed(children(n)))

@@ -35,8 +35,6 @@ from p4compiler.python_backend.scope import (
     Var,
 )
 
-MAX_WIDTH = 64  # widest bit<W> the IR's scalar expressions carry (uint64_t in C)
-
 # v1model HashAlgorithm members -> SS_ALGO_* numbers of ss_runtime.h
 ALGORITHMS = {
     "crc32": 0,
@@ -159,9 +157,6 @@ class Lower(_Build):
         self.meta_type = meta_t
         for name in ("hdr", "meta"):
             self.irt(roots[name], parser_decl)
-        for fname, _ in sm_t.fields:
-            if fname not in STD_META_FIELDS:
-                raise unsupported(f"standard_metadata_t field {fname}", parser_decl)
         roles = ("parser", "verify_checksum", "ingress", "egress", "compute_checksum", "deparser")
         parser: ir.Parser | None = None
         controls: dict[str, list[ir.Stmt]] = {}
@@ -188,7 +183,7 @@ class Lower(_Build):
         return ir.Program(
             headers_type=self.irt(hdr_t, parser_decl),
             meta_type=self.irt(meta_t, parser_decl),
-            std_meta_type=ir.Struct("standard_metadata_t", [(f, ir.Bits(64)) for f in STD_META_FIELDS]),
+            std_meta_type=self.irt(sm_t, parser_decl),  # type: ignore[arg-type]
             parser=parser,
             controls=controls,
             types=self.type_order,
@@ -210,11 +205,7 @@ class Lower(_Build):
 
     def irt(self, t: T.Type, node: Any) -> ir.Type:
         """The IR type of a front-end type (cached: one IR type object per P4 type)."""
-        if isinstance(t, T.BitT):
-            if t.width > MAX_WIDTH:
-                raise unsupported(f"bit<{t.width}> values (wider than 64 bits)", node)
-            if t.width == 0:
-                raise unsupported("bit<0> values", node)
+        if isinstance(t, T.BitT):  # any width: the C back end refuses > 64 bits (c_backend.check)
             return ir.Bits(t.width, t.signed)
         if isinstance(t, T.BoolT):
             return ir.BOOL
@@ -238,6 +229,7 @@ class Lower(_Build):
             else:
                 res = ir.Struct(name, [])
             self.types[id(t)] = res
+            res.loc = getattr(node, "loc", None)
             res.fields = [(n, self.irt(ft, node)) for n, ft in t.fields]  # type: ignore[attr-defined]
             self.type_order.append(res)
             return res
@@ -347,8 +339,6 @@ class Lower(_Build):
             if isinstance(base.code, _Init):
                 return dict(base.code.items)[e.member]
             b = self.to_ir(base, e.expr)
-            if isinstance(b, ir.Var) and b.name == "sm" and e.member not in STD_META_FIELDS:
-                raise unsupported(f"standard_metadata_t field {e.member}", e)
             return V(ir.Member(b, e.member, self.irt(ft, e)), ft)
         if isinstance(bt, T.StackT):
             b = self.to_ir(base, e.expr)
@@ -411,11 +401,20 @@ class Lower(_Build):
             # the right operand may not run: its hoisted statements must stay conditional
             rem: list[ir.Stmt] = []
             r = self.value(e.right, scope, rem if isinstance(em, list) else em)
-            if lv.is_const and r.is_const:
+            if lv.is_const and r.is_const and not rem:
                 val = (lv.const and r.const) if op == "&&" else (lv.const or r.const)
                 return V(repr(val), T.BOOL, bool(val))
-            if rem:
-                raise unsupported(f"a table apply or call in the right operand of {op}", e.right)
+            if lv.is_const:  # the left operand decides at compile time whether the right one runs
+                if bool(lv.const) == (op == "||"):
+                    return V(repr(lv.const), T.BOOL, bool(lv.const))
+                em.extend(rem)
+                return r
+            if rem:  # the right operand has statements (table apply, call): run them only when needed
+                res = self.local("sc", T.BOOL, em, e)
+                em.append(ir.Assign(res, self.to_ir(lv, e.left)))
+                cond: ir.Expr = res if op == "&&" else ir.Unary("lnot", res, ir.BOOL)
+                em.append(ir.If(cond, [*rem, ir.Assign(res, self.to_ir(r, e.right))], []))
+                return V(res, T.BOOL)
             return V(
                 ir.BinOp(
                     "land" if op == "&&" else "lor", self.to_ir(lv, e.left), self.to_ir(r, e.right), ir.BOOL
@@ -498,9 +497,7 @@ class Lower(_Build):
                 fa, fb = ir.Member(a, n, it), ir.Member(b, n, it)
                 if isinstance(ft, (T.StructLikeT, T.StackT)):
                     terms.append(self.composite_eq(fa, fb, ft, node))
-                elif isinstance(it, ir.Varbit):
-                    raise unsupported("== on headers with varbit fields", node)
-                else:
+                else:  # varbit fields too: equal values of equal lengths
                     terms.append(ir.BinOp("eq", fa, fb, ir.BOOL))
         eq: ir.Expr = ir.Const(1, ir.BOOL)
         for x in terms:
@@ -522,13 +519,20 @@ class Lower(_Build):
         tb: list[ir.Stmt] = []
         a = self.value(e.then, scope, ta if isinstance(em, list) else em, want)
         b = self.value(e.other, scope, tb if isinstance(em, list) else em, want)
-        if ta or tb:
-            raise unsupported("a table apply or call inside ?:", e)
         t = self.unify(a, b, e, "?:")
         if isinstance(t, T.IntT) and isinstance(want, T.BitT):
             t = want
         if isinstance(t, T.IntT):
             raise unsupported("?: of unknown width", e)
+        if ta or tb or isinstance(t, (T.StructLikeT, T.StackT, T.TupleT)):
+            # statements in a branch (table apply, call) or a composite result: an if into a local
+            if not isinstance(em, list):
+                raise unsupported("a table apply or call inside ?: in a compile-time expression", e)
+            res = self.local("mux", t, em, e)
+            self.store(res, t, a, ta, e.then)
+            self.store(res, t, b, tb, e.other)
+            em.append(ir.If(self.to_ir(c, e.cond), ta, tb))
+            return V(res, t)
         return V(
             ir.Mux(
                 self.to_ir(c, e.cond), self.coerce(a, t, e.then), self.coerce(b, t, e.other), self.irt(t, e)
@@ -606,7 +610,8 @@ class Lower(_Build):
 
     def store(self, target: ir.Expr, t: T.Type, rhs: V, em: list, node: Any) -> None:
         if isinstance(t, T.VarbitT):
-            raise unsupported("assigning a varbit value", node)
+            em.append(ir.Assign(target, self.to_ir(rhs, node)))
+            return
         if isinstance(t, (T.StructLikeT, T.StackT, T.TupleT)):
             if isinstance(rhs.code, _Init):
                 assert isinstance(t, (T.StructLikeT, T.TupleT))
@@ -632,6 +637,14 @@ class Lower(_Build):
             self.stmt(s, scope, em, fc)
 
     def stmt(self, s: A.Stmt, scope: Scope, em: list, fc: _Ctx) -> None:
+        n = len(em)
+        self._stmt(s, scope, em, fc)
+        loc = getattr(s, "loc", None)
+        for x in em[n:]:  # where a back end that refuses something points
+            if x.loc is None:
+                x.loc = loc
+
+    def _stmt(self, s: A.Stmt, scope: Scope, em: list, fc: _Ctx) -> None:
         if isinstance(s, A.Assign):
             tt = None if isinstance(s.lhs, A.Slice) else self.value(s.lhs, scope, []).type
             rhs = self.value(s.rhs, scope, em, want=tt)
@@ -654,14 +667,13 @@ class Lower(_Build):
                 self.stmt(s.other, Scope(scope), other, fc)
             em.append(ir.If(self.to_ir(c, s.cond), then, other))
         elif isinstance(s, A.Exit):
-            if fc.in_parser:
-                raise unsupported("exit in a parser", s)
             for outs in reversed(fc.copy_outs):
                 em.extend(outs)
             em.append(ir.Exit())
         elif isinstance(s, A.Return):
-            if fc.in_parser:
-                raise unsupported("return in a parser", s)
+            if fc.in_parser:  # ends the (sub-)parser in accept, as the Python reference does
+                em.append(ir.ParserAccept())
+                return
             if s.value is not None:
                 assert fc.ret is not None and fc.ret_type is not None
                 v = self.value(s.value, scope, em, want=fc.ret_type)
@@ -802,10 +814,15 @@ class Lower(_Build):
         em.append(ir.Labeled(label, body))
 
     def lower_parser(
-        self, decl: A.ParserDecl, p4name: str, ctor_args: list[A.Arg], binds: dict[str, V]
+        self,
+        decl: A.ParserDecl,
+        p4name: str,
+        ctor_args: list[A.Arg],
+        binds: dict[str, V],
+        outer: Scope | None = None,
     ) -> ir.Parser:
         scope = Scope(self.g, kind="block")
-        self.bind_ctor(decl, p4name, ctor_args, self.g, scope)
+        self.bind_ctor(decl, p4name, ctor_args, outer or self.g, scope)
         for p in decl.params:
             t = self.resolve_type(p.type, scope)
             if p.name in binds:
@@ -821,7 +838,9 @@ class Lower(_Build):
             body: list[ir.Stmt] = list(init) if s.name == "start" else []
             st_scope = Scope(scope, kind="state")
             self.stmts(s.stmts, st_scope, body, fc)
-            states.append(ir.ParserState(s.name, body, self.transition(s, st_scope, body, names)))
+            st = ir.ParserState(s.name, body, self.transition(s, st_scope, body, names))
+            st.loc = s.loc  # type: ignore[attr-defined]
+            states.append(st)
         return ir.Parser("start", states)
 
     def transition(self, s: A.ParserState, scope: Scope, em: list, names: set[str]) -> str | ir.Select:
@@ -864,7 +883,7 @@ class Lower(_Build):
         if isinstance(x, A.RangeExpr):
             return ir.KsRange(c(x.lo), c(x.hi))
         if isinstance(x, A.NameExpr) and isinstance(scope.lookup(x.name), _ValueSet):
-            raise unsupported("a value_set inside a tuple keyset", x)
+            return ir.KsValueSet(scope.lookup(x.name).number)
         return ir.KsValue(c(x))
 
     # ------------------------------------------------------------------ tables
@@ -1091,8 +1110,6 @@ class Lower(_Build):
         return V(ret, rt) if ret is not None else V("None", T.VOID)
 
     def apply_sub(self, b: _SubBlock, e: A.Call, scope: Scope, em: list) -> None:
-        if isinstance(b.decl, A.ParserDecl):
-            raise unsupported("sub-parsers", e)
         params = b.decl.params
         args = ordered_args(e, params, f"{b.decl.name}.apply")
         binds: dict[str, V] = {}
@@ -1112,7 +1129,11 @@ class Lower(_Build):
             if isinstance(v, Var) and v.code != "packet":
                 binds[p.name] = V(v.code, v.type)
         em.extend(pre)
-        self.inline_control(b.decl, b.p4name, b.ctor_args, b.outer, binds, em, _Ctx(copy_outs=[]))
+        if isinstance(b.decl, A.ParserDecl):
+            sub = self.lower_parser(b.decl, b.p4name, b.ctor_args, binds, b.outer)
+            self.emit(em, ir.SubParser(sub, b.p4name), e)
+        else:
+            self.inline_control(b.decl, b.p4name, b.ctor_args, b.outer, binds, em, _Ctx(copy_outs=[]))
         em.extend(outs)
 
     # ------------------------------------------------------------------ packets
@@ -1198,8 +1219,6 @@ class Lower(_Build):
         if isinstance(t, T.StructLikeT):
             if t.is_header:
                 valid = ir.IsValid(x) if valid is None else ir.BinOp("land", valid, ir.IsValid(x), ir.BOOL)
-            if t.is_union:
-                raise unsupported("a header union in a field list", node)
             for n, ft in t.fields:
                 self.flatten_value(ir.Member(x, n, self.irt(ft, node)), ft, valid, out, node)
             return
