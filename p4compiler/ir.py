@@ -16,7 +16,13 @@ types; back ends only walk it. By the time a program is in this form:
   bodies bind the control-plane arguments to locals; every stateful object is a number (the
   manifest order: `Program.tables`, `.actions`, `.registers`, ...).
 
-How the Python emitter can be ported onto it (a later step): generate Python functions from
+Parser-only nodes: `SubParser` (a sub-parser's states run in place), `ParserAccept` (`return` in
+a state), `KsValueSet` (a value set as one element of a tuple keyset). Everything the Python
+back end runs lowers (tests/test_lower.py); a back end refuses what it cannot represent
+(`c_backend.check`: wider than 64 bits, sub-parsers, varbit scalars, ...). `walk`/`children`
+visit the nodes generically.
+
+How the Python emitter can be ported onto it (the next step): generate Python functions from
 `Program.parser` states and `Program.controls` the way `c_backend.emit` generates C: `Var` roots
 become the Python objects `c.P.sm`/`hdr`/`meta`, `Local` a Python local, `BinOp` the same
 wrap/mask expressions `codegen.Compiler.wrap` writes today, `TableApply` a call of the runtime

@@ -8,8 +8,11 @@ text, so that an expression's `V.code` is an `ir.Expr` instead. The program has 
 by the Python back end first (it is a `CompiledProgram`), so it is known to type-check; the
 checks here are the ones the IR itself needs.
 
-Anything the IR or the native back end cannot express raises `NativeUnsupported` with the
-construct's source location.
+The IR covers what the Python back end runs (any bit width, sub-parsers, `return`/`exit` in
+parsers, value sets in tuple keysets, varbit values, unions in field lists, tables applied inside
+`&&`/`||`/`?:`); the C back end's own limits are refused by `c_backend.check`, not here. What the
+lowering still cannot express raises `NativeUnsupported` with the construct's source location;
+every statement and composite type carries that location (`loc`) for the back ends.
 """
 
 from __future__ import annotations
