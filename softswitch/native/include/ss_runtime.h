@@ -158,7 +158,8 @@ void ss_truncate(ss_ctx *c, uint32_t length);
 
 /* ------------------------------------------------------------------ control API (cffi)
  * Every function returns 0 on success or a negative SS_E* code; ss_last_error(sw) then holds a
- * one-line message.  Validation of names, widths and ranges is done in Python before these
+ * one-line message (per calling thread, as errno: read it from the thread that made the call).
+ * Validation of names, widths and ranges is done in Python before these
  * calls (p4compiler's ProgramInfo + softswitch.tables); the C side still refuses what would
  * break memory safety. */
 enum { SS_OK = 0, SS_EINVAL = -1, SS_ENOENT = -2, SS_EEXIST = -3, SS_ENOSPC = -4, SS_ENOMEM = -5,

@@ -142,7 +142,6 @@ typedef struct ss_pass {
 
 struct ss_switch {
     pthread_mutex_t lock;
-    char err[256];
     uint32_t cpu_port;
     uint64_t seed;
     uint64_t rng[4];         /* xoshiro256** */

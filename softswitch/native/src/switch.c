@@ -12,18 +12,24 @@
 #define PKTIN_QUEUE_BYTES (4u << 20)
 #define DIGEST_QUEUE_BYTES (1u << 20)
 
-/* ------------------------------------------------------------------ errors, lock */
+/* ------------------------------------------------------------------ errors, lock
+ * The message of the last failed call is kept per thread (as errno): control calls come from
+ * several Python threads, the packet-in/digest pollers and the data-path thread also report
+ * errors, and one buffer in the switch would be a data race (a reader could get another
+ * thread's message, or a torn one).  ss_last_error(sw) returns the calling thread's message. */
+static _Thread_local char tls_err[256];
+
 int ss__error(struct ss_switch *sw, int code, const char *fmt, ...) {
     if (sw) {
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(sw->err, sizeof sw->err, fmt, ap);
+        vsnprintf(tls_err, sizeof tls_err, fmt, ap);
         va_end(ap);
     }
     return code;
 }
 
-const char *ss_last_error(struct ss_switch *sw) { return sw ? sw->err : "no switch"; }
+const char *ss_last_error(struct ss_switch *sw) { return sw ? tls_err : "no switch"; }
 
 void ss__lock(struct ss_switch *sw) { pthread_mutex_lock(&sw->lock); }
 void ss__unlock(struct ss_switch *sw) { pthread_mutex_unlock(&sw->lock); }

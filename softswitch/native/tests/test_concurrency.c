@@ -58,6 +58,28 @@ static void *datapath(void *arg) {
     return (void *)(uintptr_t)total;
 }
 
+/* Error messages are per thread: two threads whose calls fail with different messages each
+ * read their own (one message per switch was a data race and mixed them up). */
+static void *err_worker(void *arg) {
+    uint32_t reg = (uint32_t)(uintptr_t)arg;
+    char want[64];
+    snprintf(want, sizeof want, "register %u is not defined", reg);
+    for (int i = 0; i < 20000; i++) {
+        uint64_t v;
+        CHECK(ss_register_get(sw, reg, 0, &v) == SS_ENOENT);
+        CHECK(strcmp(ss_last_error(sw), want) == 0);
+    }
+    return NULL;
+}
+
+static void test_errors_per_thread(void) {
+    pthread_t a, b;
+    CHECK(pthread_create(&a, NULL, err_worker, (void *)(uintptr_t)1000) == 0);
+    CHECK(pthread_create(&b, NULL, err_worker, (void *)(uintptr_t)2000) == 0);
+    pthread_join(a, NULL);
+    pthread_join(b, NULL);
+}
+
 int main(void) {
     sw = ss_switch_new(64, 3);
     uint8_t kinds[1] = {SS_MATCH_EXACT};
@@ -84,6 +106,7 @@ int main(void) {
     atomic_store(&stop, 1);
     void *ret;
     pthread_join(th, &ret);
+    test_errors_per_thread();
     ss_stats st;
     CHECK(ss_get_stats(sw, &st) == 0 && st.packets > 0);
     printf("concurrency: %llu packets while 20000 control rounds ran, outputs %llu\n",
