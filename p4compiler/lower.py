@@ -410,7 +410,8 @@ class Lower(_Build):
             if lv.is_const:  # the left operand decides at compile time whether the right one runs
                 if bool(lv.const) == (op == "||"):
                     return V(repr(lv.const), T.BOOL, bool(lv.const))
-                em.extend(rem)
+                if rem:  # (em is a list whenever rem is not empty)
+                    em.extend(rem)
                 return r
             if rem:  # the right operand has statements (table apply, call): run them only when needed
                 res = self.local("sc", T.BOOL, em, e)
@@ -437,8 +438,9 @@ class Lower(_Build):
             if isinstance(lt, T.IntT):
                 raise unsupported("shifting a value of unknown width", e)
             amount = self.coerce(r, r.type if not isinstance(r.type, T.IntT) else T.BitT(32), e.right)
-            if isinstance(amount, ir.Const) and amount.value >= 64:
-                amount = ir.Const(64, ir.Bits(32))
+            cap = max(64, getattr(lt, "width", 64))  # amounts >= the width all give the same result
+            if isinstance(amount, ir.Const) and amount.value >= cap:
+                amount = ir.Const(cap, ir.Bits(32))
             return V(
                 ir.BinOp("shl" if op == "<<" else "shr", self.to_ir(lv, e.left), amount, self.irt(lt, e)), lt
             )
