@@ -259,7 +259,8 @@ int ss_stop(struct ss_switch *sw);
 
 /* Packets the pipeline sent to the CPU port, and packet-out from the controller.  poll calls
  * block up to timeout_ms (the GIL is released by cffi) and return the frame length, 0 on
- * timeout, < 0 on error. */
+ * timeout, < 0 on error.  ss_switch_free wakes polls that are blocked (they return SS_EIO and
+ * touch the switch no more) and waits for them; a poll must not start once the free has begun. */
 int ss_packet_in_poll(struct ss_switch *sw, uint8_t *buf, uint32_t cap, int timeout_ms);
 int ss_packet_out(struct ss_switch *sw, const uint8_t *data, uint32_t len);
 /* digests: *digest gets the digest number, fields the values (n_fields of them) */

@@ -109,6 +109,8 @@ typedef struct ss_queue {
     uint8_t *buf;
     size_t cap, head, tail, used;  /* bytes */
     uint64_t count, dropped;
+    uint32_t waiters;              /* polls blocked in queue_wait */
+    int closing;                   /* ss_switch_free: blocked polls return SS_EIO */
 } ss_queue;
 
 /* ------------------------------------------------------------------ pipeline */
@@ -180,6 +182,7 @@ struct ss_switch {
 
 uint64_t ss__rand64(struct ss_switch *sw);
 void ss__queue_init(ss_queue *q, size_t cap);
+void ss__queue_close(ss_queue *q);    /* wake blocked polls, wait until they have left */
 void ss__queue_destroy(ss_queue *q);
 int ss__queue_push(ss_queue *q, const void *h, size_t hlen, const void *d, size_t dlen);
 

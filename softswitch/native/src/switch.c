@@ -48,6 +48,16 @@ void ss__queue_init(ss_queue *q, size_t cap) {
     q->cap = q->buf ? cap : 0;
     q->head = q->tail = q->used = 0;
     q->count = q->dropped = 0;
+    q->waiters = 0;
+    q->closing = 0;
+}
+
+void ss__queue_close(ss_queue *q) {
+    pthread_mutex_lock(&q->mu);
+    q->closing = 1;
+    pthread_cond_broadcast(&q->cv);
+    while (q->waiters) pthread_cond_wait(&q->cv, &q->mu);
+    pthread_mutex_unlock(&q->mu);
 }
 
 void ss__queue_destroy(ss_queue *q) {
@@ -98,7 +108,8 @@ int ss__queue_push(ss_queue *q, const void *h, size_t hlen, const void *d, size_
     return SS_OK;
 }
 
-/* wait for a record; returns its body length (>= 0 when one is there), SS_ENOENT on timeout */
+/* wait for a record; returns its body length (>= 0 when one is there), SS_ENOENT on timeout,
+ * SS_EIO when the switch is being freed (ss__queue_close) */
 static int queue_wait(ss_queue *q, int timeout_ms) {
     struct timespec dl;
     clock_gettime(CLOCK_MONOTONIC, &dl);
@@ -111,12 +122,20 @@ static int queue_wait(ss_queue *q, int timeout_ms) {
         }
     }
     while (q->used == 0) {
+        if (q->closing) return SS_EIO;
         if (timeout_ms == 0) return SS_ENOENT;
-        if (timeout_ms < 0) {
+        int r = 0;
+        q->waiters++;
+        if (timeout_ms < 0)
             pthread_cond_wait(&q->cv, &q->mu);
-        } else if (pthread_cond_timedwait(&q->cv, &q->mu, &dl) == ETIMEDOUT) {
-            if (q->used == 0) return SS_ENOENT;
+        else
+            r = pthread_cond_timedwait(&q->cv, &q->mu, &dl);
+        q->waiters--;
+        if (q->closing) {
+            pthread_cond_broadcast(&q->cv);  /* ss__queue_close waits for the last waiter */
+            return SS_EIO;
         }
+        if (r == ETIMEDOUT && q->used == 0) return SS_ENOENT;
     }
     uint32_t l;
     ring_peek(q, 0, &l, sizeof l);
@@ -136,6 +155,8 @@ int ss_packet_in_poll(struct ss_switch *sw, uint8_t *buf, uint32_t cap, int time
     int rc;
     if (l == SS_ENOENT) {
         rc = 0;
+    } else if (l == SS_EIO) {
+        rc = ss__error(sw, SS_EIO, "the switch is being freed");
     } else if ((uint32_t)l > cap) {
         rc = ss__error(sw, SS_ENOSPC, "packet-in frame of %d bytes does not fit in %u", l, cap);
     } else {
@@ -156,6 +177,8 @@ int ss_digest_poll(struct ss_switch *sw, uint32_t *digest, uint64_t *fields, uin
     int rc;
     if (l == SS_ENOENT) {
         rc = 0;
+    } else if (l == SS_EIO) {
+        rc = ss__error(sw, SS_EIO, "the switch is being freed");
     } else {
         uint32_t hdr[2];
         ring_peek(q, sizeof(uint32_t), hdr, sizeof hdr);
@@ -225,6 +248,10 @@ static void free_arena(struct ss_switch *sw) {
 void ss_switch_free(struct ss_switch *sw) {
     if (!sw) return;
     ss__io_free(sw);
+    /* polls blocked on the queues return SS_EIO before the queues go (a poll that starts
+     * after this call has begun is the caller's use-after-free) */
+    ss__queue_close(&sw->pktin);
+    ss__queue_close(&sw->digests);
     for (uint32_t i = 0; i < sw->n_tables; i++) ss__table_free(sw->tables[i]);
     free(sw->tables);
     for (uint32_t i = 0; i < sw->n_registers; i++)

@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "ss_runtime.h"
 #include "ss_internal.h"
@@ -80,6 +82,37 @@ static void test_errors_per_thread(void) {
     pthread_join(b, NULL);
 }
 
+/* ss_switch_free while polls block with no timeout: they return SS_EIO, nothing is used after
+ * free, nothing hangs (alarm) */
+static void *blocked_poll(void *arg) {
+    struct ss_switch *s = arg;
+    uint8_t b[64];
+    return (void *)(intptr_t)ss_packet_in_poll(s, b, sizeof b, -1);
+}
+static void *blocked_digest(void *arg) {
+    struct ss_switch *s = arg;
+    uint32_t d;
+    uint64_t f[4];
+    return (void *)(intptr_t)ss_digest_poll(s, &d, f, 4, 60000);
+}
+static void test_free_while_polls_block(void) {
+    alarm(20);
+    struct ss_switch *s = ss_switch_new(64, 1);
+    pthread_t a, b, c;
+    CHECK(pthread_create(&a, NULL, blocked_poll, s) == 0);
+    CHECK(pthread_create(&b, NULL, blocked_poll, s) == 0);
+    CHECK(pthread_create(&c, NULL, blocked_digest, s) == 0);
+    struct timespec ts = {0, 50 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    ss_switch_free(s);
+    void *ra, *rb, *rc;
+    pthread_join(a, &ra);
+    pthread_join(b, &rb);
+    pthread_join(c, &rc);
+    CHECK((intptr_t)ra == SS_EIO && (intptr_t)rb == SS_EIO && (intptr_t)rc == SS_EIO);
+    alarm(0);
+}
+
 int main(void) {
     sw = ss_switch_new(64, 3);
     uint8_t kinds[1] = {SS_MATCH_EXACT};
@@ -107,6 +140,7 @@ int main(void) {
     void *ret;
     pthread_join(th, &ret);
     test_errors_per_thread();
+    test_free_while_polls_block();
     ss_stats st;
     CHECK(ss_get_stats(sw, &st) == 0 && st.packets > 0);
     printf("concurrency: %llu packets while 20000 control rounds ran, outputs %llu\n",
