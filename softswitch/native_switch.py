@@ -378,7 +378,7 @@ class NativeSwitch(Switch):
                     self._deliver_packet_in(frame)
                 else:
                     outputs.append((int(o.port), frame))
-        self._drain_digests(0)
+            self._drain_digests(0)  # under the lock: a close() in another thread cannot free the switch under it
         return outputs
 
     def process_batch(self, ingress_port: int, frames: Sequence[bytes], repeat: int = 1) -> int:
@@ -419,7 +419,7 @@ class NativeSwitch(Switch):
         return acc.to_bytes(total // 8, "big")
 
     def _drain_digests(self, timeout_ms: int) -> None:
-        if not self._digests:
+        if not self._digests or self._sw is None:
             return
         num = self.ffi.new("uint32_t *")
         fields = self.ffi.new("uint64_t[]", 64)
@@ -466,26 +466,37 @@ class NativeSwitch(Switch):
                 frame = bytes(self.ffi.buffer(buf, n))
                 if self._pkt_in is not None and self._packet_in_handlers:
                     self._deliver_packet_in(frame)
+            if self._stop_poll.is_set():  # a handler may have stopped or closed the switch
+                break
             self._drain_digests(0 if n > 0 else 1)
 
     def stop(self) -> None:
         if self._started and self._sw is not None:
             self._stop_poll.set()
-            if self._poller is not None:
-                self._poller.join(timeout=2)
+            poller = self._poller
+            # The poller calls into the C switch without self.lock: it must be gone before the
+            # switch can be freed (close, load).  A handler running in the poller may itself call
+            # stop()/close(): then the poller leaves its loop when the handler returns.
+            if poller is not None and poller is not threading.current_thread():
+                poller.join(timeout=2)
+                if poller.is_alive():
+                    log.warning("waiting for a packet-in/digest handler to return before stopping the switch")
+                    poller.join()
             self.lib.ss_stop(self._sw)
             self._started = False
 
     def stats(self) -> dict[str, int]:
         s = self.ffi.new("ss_stats *")
-        self._check(self.lib.ss_get_stats(self._sw, s), "stats")
+        with self.lock:  # not while close() frees the switch
+            self._check(self.lib.ss_get_stats(self._sw, s), "stats")
         names = ("packets", "passes", "outputs", "pipeline_drops", "assert_drops", "parser_errors",
                  "too_long")
         return {k: int(getattr(s, k)) for k in names}
 
     def port_stats(self, port: int) -> dict[str, int]:
         s = self.ffi.new("ss_port_stats *")
-        self._check(self.lib.ss_get_port_stats(self._sw, port, s), f"stats of port {port}")
+        with self.lock:
+            self._check(self.lib.ss_get_port_stats(self._sw, port, s), f"stats of port {port}")
         names = ("rx_packets", "rx_bytes", "tx_packets", "tx_bytes", "rx_dropped", "tx_dropped", "netem_lost",
                  "netem_qdrop")
         return {k: int(getattr(s, k)) for k in names}

@@ -1,0 +1,67 @@
+"""The native switch's threads and its lifetime: a packet-in handler (run by the poll thread)
+may stop or close the switch, and close() never frees the C switch under a running poll."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+from p4compiler.python_backend import compile_file
+from softswitch.native_switch import NativeSwitch
+
+ROOT = Path(__file__).resolve().parent.parent
+P4RT_BASIC = ROOT / "tests" / "p4" / "p4rt_basic.p4"
+FRAME = bytes(range(6)) + bytes(range(6, 12)) + b"\x08\x00" + bytes(46)
+
+
+def _started_switch() -> NativeSwitch:
+    sw = NativeSwitch(compile_file(str(P4RT_BASIC)), seed=1)
+    sw.start([])  # no ports: packet-out's outputs to the CPU port reach the poll thread
+    return sw
+
+
+def test_packet_in_handler_may_close_the_switch() -> None:
+    sw = _started_switch()
+    done = threading.Event()
+    errors: list[BaseException] = []
+
+    def handler(payload: bytes, meta: dict[str, int]) -> None:
+        try:
+            sw.close()  # from the poll thread itself: must not join itself
+        except BaseException as e:  # noqa: BLE001 (reported by the assertion below)
+            errors.append(e)
+        finally:
+            done.set()
+
+    sw.add_packet_in_handler(handler)
+    sw.packet_out(FRAME, {"egress_port": 64})
+    assert done.wait(10), "no packet-in reached the handler"
+    assert not errors, errors
+    assert sw._sw is None
+    assert sw._poller is not None
+    sw._poller.join(5)
+    assert not sw._poller.is_alive()
+
+
+def test_close_waits_for_a_slow_packet_in_handler() -> None:
+    sw = _started_switch()
+    entered, release = threading.Event(), threading.Event()
+    after: list[int] = []
+
+    def handler(payload: bytes, meta: dict[str, int]) -> None:
+        entered.set()
+        release.wait(10)
+        after.append(1)
+
+    sw.add_packet_in_handler(handler)
+    sw.packet_out(FRAME, {"egress_port": 64})
+    assert entered.wait(10)
+    t = threading.Timer(2.5, release.set)  # longer than stop()'s first 2 s join
+    t.start()
+    t0 = time.monotonic()
+    sw.close()
+    assert time.monotonic() - t0 >= 2.0
+    assert after == [1], "the switch was freed while its poll thread still ran a handler"
+    assert sw._sw is None
+    t.join()
