@@ -444,8 +444,14 @@ int ss_table_modify(struct ss_switch *sw, uint32_t table, const uint64_t *values
         ss_entry *ne = malloc(sizeof *ne + (head + alloc) * sizeof(uint64_t));
         if (!ne) { rc = ss__error(sw, SS_ENOMEM, "out of memory"); goto out; }
         memcpy(ne, e, sizeof *ne + head * sizeof(uint64_t));
-        ptrdiff_t shift = ne->id - e->id;
-        if (e->v) { ne->v = e->v + shift; ne->m = e->m + shift; ne->lo = e->lo + shift; ne->hi = e->hi + shift; }
+        /* re-point the arrays by their offsets inside the entry (subtracting pointers into two
+         * different allocations, or moving one by that difference, is undefined behaviour) */
+        if (e->v) {
+            ne->v = ne->id + (e->v - e->id);
+            ne->m = ne->id + (e->m - e->id);
+            ne->lo = ne->id + (e->lo - e->id);
+            ne->hi = ne->id + (e->hi - e->id);
+        }
         ne->args = ne->id + head;
         uint32_t where = 0;
         ht_find(t, e->hash, e->id, e->idlen, &where);

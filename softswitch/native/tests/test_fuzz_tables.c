@@ -158,6 +158,7 @@ static void one_round(uint32_t iters) {
     CHECK(ss_define_table(sw, 0, nk, kinds, widths, size, 0, -1, lpw) == SS_OK, "%s", ss_last_error(sw));
     CHECK(ss_define_action(sw, 0, 0) == SS_OK, "%s", ss_last_error(sw));
     CHECK(ss_define_action(sw, 1, 1) == SS_OK, "%s", ss_last_error(sw));
+    CHECK(ss_define_action(sw, 2, 20) == SS_OK, "%s", ss_last_error(sw));
     uint64_t dflt = rnd();
     CHECK(ss_table_set_default(sw, 0, 1, &dflt, 1) == SS_OK, "%s", ss_last_error(sw));
     memset(ents, 0, sizeof ents);
@@ -195,13 +196,14 @@ static void one_round(uint32_t iters) {
         } else if (op < 7) {  /* modify or delete an existing entry (or a missing one) */
             int j = (int)(rnd() % MAXE);
             if (ents[j].used && rnd() % 4) {
-                if (op == 5) {
-                    uint64_t a = rnd();
-                    int act = (int)(rnd() % 2);
-                    CHECK(ss_table_modify(sw, 0, ents[j].v, ents[j].m, ents[j].prio, (uint32_t)act, &a,
-                                          (uint32_t)act) == SS_OK, "modify: %s", ss_last_error(sw));
-                    ents[j].action = (uint32_t)act;
-                    ents[j].arg = act ? a : 0;
+                if (op == 5) {  /* action 2 takes 20 arguments: the entry's storage grows */
+                    uint64_t a[20];
+                    for (int q = 0; q < 20; q++) a[q] = rnd();
+                    uint32_t act = (uint32_t)(rnd() % 3), na = act == 2 ? 20 : act;
+                    CHECK(ss_table_modify(sw, 0, ents[j].v, ents[j].m, ents[j].prio, act, a, na) == SS_OK,
+                          "modify: %s", ss_last_error(sw));
+                    ents[j].action = act;
+                    ents[j].arg = act ? a[0] : 0;
                 } else {
                     CHECK(ss_table_delete(sw, 0, ents[j].v, ents[j].m, ents[j].prio) == SS_OK, "delete: %s",
                           ss_last_error(sw));
