@@ -378,7 +378,8 @@ class NativeSwitch(Switch):
                     self._deliver_packet_in(frame)
                 else:
                     outputs.append((int(o.port), frame))
-            self._drain_digests(0)  # under the lock: a close() in another thread cannot free the switch under it
+            # under the lock: a close() in another thread cannot free the switch under it
+            self._drain_digests(0)
         return outputs
 
     def process_batch(self, ingress_port: int, frames: Sequence[bytes], repeat: int = 1) -> int:
