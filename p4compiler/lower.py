@@ -1142,10 +1142,16 @@ class Lower(_Build):
         em.extend(outs)
 
     # ------------------------------------------------------------------ packets
+    def size_arg(self, e: A.Expr, scope: Scope, em: Any) -> ir.Expr:
+        """A size in bits (extract's second argument, advance's): core.p4 types it bit<32>, so
+        a plain constant such as `advance(16)` is a bit<32> constant."""
+        v = self.value(e, scope, em)
+        return self.to_ir(v, e, T.BitT(32) if v.is_const else None)
+
     def packet_in(self, method: str, e: A.Call, scope: Scope, em: Any) -> V:
         if method == "extract":
             target = e.args[0].value
-            bits = self.rv(e.args[1].value, scope, em) if len(e.args) == 2 else None
+            bits = self.size_arg(e.args[1].value, scope, em) if len(e.args) == 2 else None
             if isinstance(target, A.Member) and target.member == "next":
                 stack = self.value(target.expr, scope, em)
                 ht = self.irt(stack.type.element, e)  # type: ignore[union-attr]
@@ -1174,7 +1180,7 @@ class Lower(_Build):
                 return V(tmp, t)
             raise unsupported(f"lookahead of {t}", e)
         if method == "advance":
-            self.emit(em, ir.Advance(self.rv(e.args[0].value, scope, em)), e)
+            self.emit(em, ir.Advance(self.size_arg(e.args[0].value, scope, em)), e)
             return V("None", T.VOID)
         if method == "length":
             return V(ir.PacketLength(), T.BitT(32))
