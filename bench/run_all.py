@@ -43,7 +43,7 @@ TARGET_MISSED = {3: "target return not reached within the budget (recorded in it
 # scale_model last: it reads the measured inputs this run wrote (--results-dir)
 BENCHES = [
     Bench("softswitch_pps", "bench.softswitch_pps", "softswitch_pps.json",
-          quick=["--packets", "5000", "--veth-packets", "2000", "--seconds", "10"],
+          quick=["--packets", "5000", "--seconds", "3"],
           timeout_full=300, timeout_quick=120),
     Bench("aggregation", "bench.aggregation", "aggregation.json", quick=["--quick"], root=True,
           timeout_full=2400, timeout_quick=300),  # full grid: ~23 min on 2 CPUs (5 methods)
@@ -89,6 +89,28 @@ def argv_for(b: Bench, run_dir: Path, quick: bool, is_root: bool) -> list[str]:
     return argv
 
 
+def switch_backend() -> dict:
+    """Which backend the benchmarks' software switches run p4/innet.p4 on: what was asked
+    ($INNET_SWITCH_BACKEND, else auto) and what a switch actually builds here (native, or python
+    with the reason when auto falls back)."""
+    from p4compiler.errors import P4Error
+    from p4compiler.python_backend import compile_file
+    from softswitch.native_switch import create_switch, default_backend
+
+    requested = default_backend()
+    try:
+        sw = create_switch(compile_file(str(ROOT / "p4" / "innet.p4")), requested, announce=False)
+        ran, why = sw.backend, ""
+        close = getattr(sw, "close", None)
+        if close is not None:
+            close()
+        if requested == "auto" and ran == "python":
+            why = "the native backend refused the program or has no C compiler"
+    except P4Error as e:
+        ran, why = "none", str(e)
+    return {"requested": requested, "innet_p4": ran, "why": why}
+
+
 def say(msg: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] bench: {msg}", flush=True)
 
@@ -119,6 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         "quick": args.quick,
         "machine": proc_machine().replace(" (report machine: /proc/cpuinfo, nproc)", ""),
         "root": is_root,
+        "switch_backend": switch_backend(),
         "benchmarks": {},
     }
     rec_path = run_dir / "run_all.json"

@@ -310,6 +310,7 @@ class BuiltSwitch:
     proc: Proc | None = None
     address: str = ""  # P4Runtime
     controller: Any = None  # control_plane.SwitchController
+    backend: str = ""  # the software switch's backend for this program: native or python
 
     @property
     def mac(self) -> str:
@@ -736,7 +737,22 @@ def _start_switches(net: Network) -> None:
         p4info, config = _pipeline(sw.spec.p4, sw.target)
         sw.controller.client.set_pipeline(p4info, config)
         prog = sw.spec.p4.relative_to(REPO) if sw.spec.p4.is_relative_to(REPO) else sw.spec.p4
-        net.console.say(f"switch {sw.spec.name}: {prog} loaded in {time.monotonic() - t0:.1f}s")
+        sw.backend = _loaded_backend(sw) if sw.target == "softswitch" else "bmv2"
+        net.console.say(f"switch {sw.spec.name}: {prog} loaded in {time.monotonic() - t0:.1f}s "
+                        f"({sw.backend} backend)")
+
+
+def _loaded_backend(sw: BuiltSwitch, wait_s: float = 5.0) -> str:
+    """The backend the software switch said it loaded the program on (its 'pipeline loaded' line;
+    the fallback reason, when auto fell back, is in the same log)."""
+    end = time.monotonic() + wait_s
+    while time.monotonic() < end:
+        for ln in list(sw.proc.tail):  # type: ignore[union-attr]
+            m = re.search(r"pipeline loaded, (\w+) backend", ln)
+            if m:
+                return m.group(1)
+        time.sleep(0.05)
+    return "unknown"
 
 
 def next_hops(net: Network) -> dict[str, dict[str, str]]:
@@ -1029,6 +1045,7 @@ def run(topo: Topology, opts: RunOptions) -> RunResult:
         finally:
             if net is not None:
                 summary["switch_counters"] = _switch_counters(net)
+                summary["switch_backends"] = {n: sw.backend for n, sw in net.switches.items() if sw.backend}
             console.say("cleaning up: stopping processes, removing namespaces and veths")
     # the stack closed the network (signals are ignored until here so the cleanup finishes)
     _default_signals()
@@ -1310,6 +1327,9 @@ def _print_summary(console: Console, s: dict[str, Any]) -> None:
             )
         for lp in s.get("lost_processes") or []:
             lines.append(f"lost during the run: {lp['name']} (exit code {lp['exit_code']}, log {lp['log']})")
+    backends = s.get("switch_backends") or {}
+    if backends:
+        lines.append("switch backend: " + ", ".join(f"{n} {b}" for n, b in backends.items()))
     for name, c in (s.get("switch_counters") or {}).items():
         lines.append(f"switch {name} counters: {c}")
     lines.append(f"wall time {s['wall_s']} s (build, run and teardown)")
