@@ -197,7 +197,11 @@ def bench_veth(which: str, backend: str, seconds: float) -> dict:
     finally:
         if send is not None:
             send.terminate()
-            send.wait(timeout=10)
+            try:
+                send.wait(timeout=3)
+            except subprocess.TimeoutExpired:  # trafgen can sit in a blocked ring flush
+                send.kill()
+                send.wait(timeout=10)
         if proc is not None:
             proc.terminate()
             try:
