@@ -65,3 +65,18 @@ def test_close_waits_for_a_slow_packet_in_handler() -> None:
     assert after == [1], "the switch was freed while its poll thread still ran a handler"
     assert sw._sw is None
     t.join()
+
+
+def test_a_device_config_with_includes_loads_natively() -> None:
+    """P4Runtime hands the switch the program's text as sent (with its #include lines): the
+    native build must see the preprocessed program, as the Python backend does."""
+    from p4compiler.python_backend import compile_text
+
+    text = (ROOT / "p4" / "examples" / "basic_router.p4").read_text()
+    assert "#include" in text
+    sw = NativeSwitch(compile_text(text, "<device config>"), seed=1)
+    try:
+        assert sw.backend == "native"
+        assert "#include" not in sw.program.p4_source
+    finally:
+        sw.close()

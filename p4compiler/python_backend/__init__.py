@@ -71,7 +71,11 @@ def parse_source_preprocessed(text: str, filename: str) -> A.Program:
 def compile_text(text: str, filename: str = "<device config>", include_dirs: Sequence[str] = (),
                  defines: Mapping[str, str] | None = None) -> CompiledProgram:
     """Compile P4-16 source given as text (e.g. the device config of a P4Runtime pipeline)."""
-    prog = parse_source(text, filename, include_dirs, defines)
+    from p4compiler.preprocess import preprocess_text
+
+    # keep the preprocessed text, as compile_file does: the native back end parses it again
+    text = preprocess_text(text, filename, include_dirs, defines)
+    prog = parse_source_preprocessed(text, filename)
     cp = compile_program(prog)
     cp.p4_source = text
     cp.filename = filename
