@@ -212,6 +212,157 @@ def bench_veth(which: str, backend: str, seconds: float) -> dict:
             obj.delete()
 
 
+INNET = ROOT / "p4" / "innet.p4"
+BLAST_SRC = ROOT / "bench" / "blast.c"
+AGG_WORKERS = 4
+AGG_SLOTS = 1024  # the whole pool (host_agents.agg_protocol.POOL_SLOTS): workers may drift apart
+SWITCH_MAC, SWITCH_IP = "02:00:00:00:00:fe", "10.0.0.254"
+
+
+def build_blast() -> Path:
+    """bench/blast.c compiled with the system C compiler, cached by its source's hash."""
+    import hashlib
+
+    from softswitch.native import cache_dir
+
+    src = BLAST_SRC.read_bytes()
+    exe = cache_dir() / f"blast-{hashlib.sha256(src).hexdigest()[:16]}"
+    if not exe.exists():
+        exe.parent.mkdir(parents=True, exist_ok=True)
+        tmp = exe.with_suffix(f".tmp{os.getpid()}")
+        cc = os.environ.get("CC", "cc")
+        subprocess.run([cc, "-O2", "-Wall", "-Wextra", "-o", str(tmp), str(BLAST_SRC)], check=True)
+        tmp.replace(exe)
+    return exe
+
+
+def innet_agg_frame(worker: int) -> bytes:
+    """A DATA packet of worker `worker` in job 1 (docs/protocol.md), slot 0 round 1: blast
+    rewrites slot and round per packet."""
+    from host_agents.agg_protocol import AGG_UDP_PORT, AggHeaderFields
+
+    hdr = AggHeaderFields(op=1, flags=0, job_id=1, worker_id=worker, slot=0, round=1, next_exp=0, count=1,
+                          bitmap=0, chunk=0, version_lo=0, version_hi=0).pack()
+    payload = hdr + b"".join(struct.pack("!i", worker * 100 + i) for i in range(32))
+    udp = struct.pack("!HHHH", AGG_UDP_PORT, AGG_UDP_PORT, 8 + len(payload), 0)
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp) + len(payload), 0, 0, 64, 17, 0,
+                     bytes([10, 0, 1, 1 + worker]), bytes([10, 0, 0, 254]))
+    ip = ip[:10] + struct.pack("!H", ipv4_checksum(ip)) + ip[12:]
+    mac = bytes.fromhex(f"0200000001{1 + worker:02x}")
+    return bytes.fromhex(SWITCH_MAC.replace(":", "")) + mac + b"\x08\x00" + ip + udp + payload
+
+
+def bench_innet_agg(backend: str, seconds: float) -> dict:
+    """p4/innet.p4 aggregating a 4-worker synchronous job: each worker on its own switch port
+    sends DATA packets for slot i % 1024, round 1 + i / 1024, the workers in step (bench/blast.c
+    on the other core, 64 frames per worker in turn); a round that collects all four
+    contributions goes out as a RESULT to all four. The rate is contributions aggregated per
+    second: 4 x the job's result counter over the measured window."""
+    from control_plane.aggregation import Job, Member
+    from control_plane.switch_controller import SwitchController
+    from topologies.netns import create_namespace, create_veth_pair, netns_unavailable
+
+    reason = netns_unavailable()
+    if reason:
+        return {"program": "innet_agg4", "backend": backend, "path": "veth", "skipped": reason}
+    made: list = []
+    proc = send = None
+    cores = os.cpu_count() or 1
+    pin_switch = ["taskset", "-c", str(cores - 1)] if cores > 1 and shutil.which("taskset") else []
+    pin_sender = ["taskset", "-c", "0"] if pin_switch else []
+    sc = None
+    try:
+        blast = build_blast()
+        ns = create_namespace("bw")
+        made.append(ns)
+        pairs = [create_veth_pair(peer_ns=ns, prefix="bw") for _ in range(AGG_WORKERS)]
+        made += pairs
+        argv = pin_switch + [sys.executable, "-m", "softswitch", "--backend", backend, "--p4", str(INNET),
+                             "--grpc-addr", "127.0.0.1:0"]
+        for i, p in enumerate(pairs):
+            argv += ["-i", f"{i + 1}@{p.host_if}"]
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+        first = proc.stdout.readline()
+        m = re.search(r":(\d+) ", first)
+        if not m:
+            raise RuntimeError(f"softswitch did not start: {first!r} {proc.stderr.read()[-500:]}")
+        running = proc.stdout.readline()
+        assert "softswitch running" in running, running
+        ran = "native" if "native backend" in running else "python"
+        sc = SwitchController(f"127.0.0.1:{m.group(1)}", SWITCH_MAC, SWITCH_IP)
+        sc.attach()
+        members = [Member(i, port=i + 1, mac=f"02:00:00:00:01:{1 + i:02x}", ip=f"10.0.1.{1 + i}")
+                   for i in range(AGG_WORKERS)]
+        sc.jobs.create(Job(job_id=1, slot_base=0, num_slots=AGG_SLOTS, members=members))
+        slot_off, round_off = 14 + 20 + 8 + 4, 14 + 20 + 8 + 6
+        argv = pin_sender + [str(blast), str(seconds + 3), str(AGG_SLOTS), str(slot_off), str(round_off)]
+        for i, p in enumerate(pairs):
+            argv += [p.ns_if, innet_agg_frame(i).hex()]
+        send = ns.popen(argv)
+        time.sleep(min(2.0, seconds / 4))
+
+        def sample() -> tuple[int, int, int]:
+            rx = tx = 0
+            for p in pairs:
+                r, t = _link_counters(ns, p.ns_if)
+                rx, tx = rx + r, tx + t
+            return sc.jobs.egress.results(1), rx, tx  # type: ignore[union-attr]
+
+        res0, rx0, tx0 = sample()
+        t0 = time.perf_counter()
+        time.sleep(seconds)
+        res1, rx1, tx1 = sample()
+        dt = time.perf_counter() - t0
+        out, _ = send.communicate(timeout=30)
+        counters = sc.jobs.ingress.counters(1)
+        return {"program": "innet_agg4", "backend": ran, "path": "veth",
+                "sender": "bench/blast.c (sendmmsg, 64 frames per worker in turn), 1 core",
+                "workers": AGG_WORKERS, "slots": AGG_SLOTS, "seconds": round(dt, 2),
+                "offered_pps": round((tx1 - tx0) / dt), "pps": round(AGG_WORKERS * (res1 - res0) / dt),
+                "results_per_s": round((res1 - res0) / dt), "frames_out_pps": round((rx1 - rx0) / dt),
+                "job_counters": counters, "sender_said": out.strip(),
+                "switch_core": pin_switch[-1] if pin_switch else "any"}
+    finally:
+        if sc is not None:
+            sc.close()
+        if send is not None and send.poll() is None:
+            send.terminate()
+            try:
+                send.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                send.kill()
+        if proc is not None:
+            proc.terminate()
+            try:
+                proc.communicate(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        for obj in reversed(made):
+            obj.delete()
+
+
+def bench_load(backend: str) -> dict:
+    """Loading p4/innet.p4 as a pipeline load does (front end, C emitter, C compiler, dlopen),
+    each in a fresh Python process: a cold native cache first, then warm."""
+    code = ("import sys, time; t = time.perf_counter(); "
+            "from p4compiler.python_backend import compile_file; "
+            "from softswitch.native_switch import create_switch; "
+            f"sw = create_switch(compile_file({str(INNET)!r}), {backend!r}, announce=False); "
+            "print(sw.backend, time.perf_counter() - t)")
+    out: dict = {"program": "innet", "backend": backend, "path": "load"}
+    with tempfile.TemporaryDirectory() as cache:
+        env = dict(os.environ, INNET_NATIVE_CACHE=cache)
+        for which in ("cold", "warm"):
+            r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                               cwd=ROOT, timeout=300)
+            if r.returncode != 0:
+                raise RuntimeError(f"loading innet.p4 failed: {r.stderr[-500:]}")
+            ran, secs = r.stdout.split()
+            out["backend"] = ran
+            out[f"{which}_s"] = round(float(secs), 3)
+    return out
+
+
 def install_route(grpc_port: int) -> None:
     """The l2l3 route to port 2, installed as a controller would (p4runtime-shell)."""
     import contextlib
@@ -273,9 +424,27 @@ def main() -> int:
                           f"{r['offered_pps']:,d} offered ({r['sender']}; switch on core {r['switch_core']})",
                           flush=True)
                 results.append(r)
+    if not args.skip_veth:
+        for backend in backends:
+            r = bench_innet_agg(backend, args.seconds)
+            if "skipped" in r:
+                print(f"innet  {backend:6s} 4 workers   skipped: {r['skipped']}")
+            else:
+                print(f"innet  {r['backend']:6s} 4 workers   {r['pps']:>11,d} contributions/s aggregated of "
+                      f"{r['offered_pps']:,d} offered ({r['results_per_s']:,d} results/s; {r['sender']}; "
+                      f"switch on core {r['switch_core']})", flush=True)
+            results.append(r)
+    for backend in backends:
+        r = bench_load(backend)
+        cold = r.get("cold_s")
+        print(f"innet  {r['backend']:6s} load        cold cache {cold} s, warm {r.get('warm_s')} s "
+              f"(front end + C build + dlopen, in a fresh process)", flush=True)
+        results.append(r)
     doc = {"benchmark": "softswitch_pps", "machine": {"cpu": platform.processor() or platform.machine(),
            "cores": os.cpu_count(), "python": platform.python_version()},
-           "targets": {"agg32_in_process_native_pps": 2_000_000, "agg32_veth_native_pps": 500_000},
+           "targets": {"agg32_in_process_native_pps": 2_000_000, "agg32_veth_native_pps": 500_000,
+                       "innet_agg4_veth_native_pps": 300_000, "innet_load_cold_s": 10.0,
+                       "innet_load_warm_s": 1.0},
            "results": results}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(doc, indent=2) + "\n")
