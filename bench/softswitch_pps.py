@@ -257,7 +257,8 @@ def bench_innet_agg(backend: str, seconds: float) -> dict:
     sends DATA packets for slot i % 1024, round 1 + i / 1024, the workers in step (bench/blast.c
     on the other core, 64 frames per worker in turn); a round that collects all four
     contributions goes out as a RESULT to all four. The rate is contributions aggregated per
-    second: 4 x the job's result counter over the measured window."""
+    second: the job's `agg_aggregated` counter over the measured window (RESULT copies sent, from
+    `agg_results`, beside it)."""
     from control_plane.aggregation import Job, Member
     from control_plane.switch_controller import SwitchController
     from topologies.netns import create_namespace, create_veth_pair, netns_unavailable
@@ -301,25 +302,26 @@ def bench_innet_agg(backend: str, seconds: float) -> dict:
         send = ns.popen(argv)
         time.sleep(min(2.0, seconds / 4))
 
-        def sample() -> tuple[int, int, int]:
+        def sample() -> tuple[int, int, int, int]:
             rx = tx = 0
             for p in pairs:
                 r, t = _link_counters(ns, p.ns_if)
                 rx, tx = rx + r, tx + t
-            return sc.jobs.egress.results(1), rx, tx  # type: ignore[union-attr]
+            agg = sc.jobs.ingress.counters(1)["aggregated"]  # type: ignore[union-attr]
+            return agg, sc.jobs.egress.results(1), rx, tx  # type: ignore[union-attr]
 
-        res0, rx0, tx0 = sample()
+        agg0, res0, rx0, tx0 = sample()
         t0 = time.perf_counter()
         time.sleep(seconds)
-        res1, rx1, tx1 = sample()
+        agg1, res1, rx1, tx1 = sample()
         dt = time.perf_counter() - t0
         out, _ = send.communicate(timeout=30)
         counters = sc.jobs.ingress.counters(1)
         return {"program": "innet_agg4", "backend": ran, "path": "veth",
                 "sender": "bench/blast.c (sendmmsg, 64 frames per worker in turn), 1 core",
                 "workers": AGG_WORKERS, "slots": AGG_SLOTS, "seconds": round(dt, 2),
-                "offered_pps": round((tx1 - tx0) / dt), "pps": round(AGG_WORKERS * (res1 - res0) / dt),
-                "results_per_s": round((res1 - res0) / dt), "frames_out_pps": round((rx1 - rx0) / dt),
+                "offered_pps": round((tx1 - tx0) / dt), "pps": round((agg1 - agg0) / dt),
+                "result_copies_per_s": round((res1 - res0) / dt), "frames_out_pps": round((rx1 - rx0) / dt),
                 "job_counters": counters, "sender_said": out.strip(),
                 "switch_core": pin_switch[-1] if pin_switch else "any"}
     finally:
@@ -431,8 +433,8 @@ def main() -> int:
                 print(f"innet  {backend:6s} 4 workers   skipped: {r['skipped']}")
             else:
                 print(f"innet  {r['backend']:6s} 4 workers   {r['pps']:>11,d} contributions/s aggregated of "
-                      f"{r['offered_pps']:,d} offered ({r['results_per_s']:,d} results/s; {r['sender']}; "
-                      f"switch on core {r['switch_core']})", flush=True)
+                      f"{r['offered_pps']:,d} offered ({r['result_copies_per_s']:,d} RESULT copies/s; "
+                      f"{r['sender']}; switch on core {r['switch_core']})", flush=True)
             results.append(r)
     for backend in backends:
         r = bench_load(backend)
