@@ -80,3 +80,30 @@ def test_a_device_config_with_includes_loads_natively() -> None:
         assert "#include" not in sw.program.p4_source
     finally:
         sw.close()
+
+
+def test_a_warm_load_skips_the_emitter_and_a_damaged_memo_does_not_matter(tmp_path, monkeypatch) -> None:
+    """The second load of the same program reuses the emitted program (no lowering, no C
+    emitter); a damaged memo is ignored and rewritten."""
+    import p4compiler.c_backend as cb
+    from softswitch import native
+
+    monkeypatch.setenv("INNET_NATIVE_CACHE", str(tmp_path))
+    program = compile_file(str(P4RT_BASIC))
+    native.build_native(program, sanitize=False)
+    memos = list(tmp_path.glob("emit-*.json"))
+    assert len(memos) == 1
+
+    def no_emitter(_program: object) -> None:
+        raise AssertionError("the C emitter ran on a warm load")
+
+    real_emit = cb.emit_c
+    monkeypatch.setattr(cb, "emit_c", no_emitter)
+    lib = native.build_native(program, sanitize=False)
+    assert lib.manifest["tables"]
+
+    memos[0].write_text("{not json")
+    monkeypatch.setattr(cb, "emit_c", real_emit)
+    lib = native.build_native(program, sanitize=False)
+    assert lib.manifest["tables"]
+    assert memos[0].read_text().startswith("{\"shared_object\"")

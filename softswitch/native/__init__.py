@@ -16,6 +16,7 @@ dlopen. The cache lives in $INNET_NATIVE_CACHE, else $XDG_CACHE_HOME/innet-drl/n
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -83,7 +84,9 @@ def compiler() -> str:
 def _cdef_text() -> str:
     """ss_runtime.h as cffi's cdef accepts it: no preprocessor lines but integer #defines."""
     out = []
-    for line in HEADER.read_text().splitlines():
+    # comments first: one that starts on a #define line and goes on would leave its tail behind
+    text = re.sub(r"/\*.*?\*/", " ", HEADER.read_text(), flags=re.S)
+    for line in text.splitlines():
         s = line.strip()
         if s.startswith("#"):
             m = re.match(r"#define\s+(SS_\w+)\s+\(?(-?\d+)u?\)?\s*(/\*.*)?$", s)
@@ -203,6 +206,53 @@ def sanitizers_active() -> bool:
     return os.environ.get("INNET_NATIVE_SANITIZE") == "1" and "libasan" in os.environ.get("LD_PRELOAD", "")
 
 
+_COMPILER_FINGERPRINT: str | None = None
+
+
+def _compiler_fingerprint() -> str:
+    """A hash of the P4 compiler's own sources (p4compiler/): a change to the front end, the
+    lowering or the C emitter invalidates every emitted program."""
+    global _COMPILER_FINGERPRINT
+    if _COMPILER_FINGERPRINT is None:
+        import p4compiler
+
+        root = Path(p4compiler.__file__).resolve().parent
+        files = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in (".py", ".p4", ".lark"))
+        _COMPILER_FINGERPRINT = _digest(*[str(p.relative_to(root)).encode() + p.read_bytes() for p in files])
+    return _COMPILER_FINGERPRINT
+
+
+def _emit_memo_path(program: Any, sanitize: bool) -> Path | None:
+    text = getattr(program, "p4_source", "")
+    if not text:  # a program built from an AST alone: nothing to key the memo on
+        return None
+    # the runtime archive's name hashes the runtime's sources, the C compiler and its flags
+    key = _digest(text, _compiler_fingerprint(), runtime_archive(sanitize).name, " ".join(LINK_FLAGS))
+    return cache_dir() / f"emit-{key}.json"
+
+
+def _read_emit_memo(memo: Path | None) -> tuple[Path, dict[str, Any]] | None:
+    if memo is None or not memo.exists():
+        return None
+    try:
+        doc = json.loads(memo.read_text())
+        path = memo.parent / doc["shared_object"]
+        return (path, doc["manifest"]) if path.exists() else None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # a damaged memo: emit again
+
+
+def _write_emit_memo(memo: Path | None, path: Path, manifest: dict[str, Any]) -> None:
+    if memo is None:
+        return
+    text = json.dumps({"shared_object": path.name, "manifest": manifest})
+    if json.loads(text)["manifest"] != manifest:  # not plain JSON (e.g. int dict keys): do not memoize
+        return
+    tmp = memo.with_suffix(f".tmp{os.getpid()}")
+    tmp.write_text(text)
+    _atomic_place(tmp, memo)
+
+
 def build_native(program: Any, sanitize: bool | None = None) -> NativeLibrary:
     """Emit C for a compiled program, build (or reuse) its shared object and open it.
 
@@ -215,11 +265,19 @@ def build_native(program: Any, sanitize: bool | None = None) -> NativeLibrary:
 
     if sanitize is None:
         sanitize = sanitizers_active()
-    native = emit_c(program)
-    path = build_shared_object(native.source, sanitize)
+    # A warm load skips the lowering and the C emitter (a fifth of innet.p4's load time): the
+    # emitted program is cached by the P4 text and the compiler's own sources.
+    memo = _emit_memo_path(program, sanitize)
+    cached = _read_emit_memo(memo)
+    if cached is not None:
+        path, manifest = cached
+    else:
+        native = emit_c(program)
+        path, manifest = build_shared_object(native.source, sanitize), native.manifest
+        _write_emit_memo(memo, path, manifest)
     f = ffi()
     lib = f.dlopen(str(path))
     abi = int(lib.ss_program_desc.abi)
     if abi != int(lib.SS_ABI_VERSION):
         raise NativeBuildError(f"{path} was built for runtime ABI {abi}, not {int(lib.SS_ABI_VERSION)}")
-    return NativeLibrary(path, f, lib, native.manifest, sanitize)
+    return NativeLibrary(path, f, lib, manifest, sanitize)
