@@ -1,7 +1,8 @@
 """The native backend's C (runtime + generated programs) under AddressSanitizer and
-UndefinedBehaviorSanitizer: the STF corpora, the differential test and the garbage flood run in a
-child pytest whose native programs are built with -fsanitize=address,undefined (and
--fno-sanitize-recover, so any report aborts), with libasan preloaded into Python. A sanitizer
+UndefinedBehaviorSanitizer: the STF corpora, the differential test, the garbage flood, the
+switch's lifecycle and switch processes forwarding over veth pairs run in a child pytest whose
+native programs are built with -fsanitize=address,undefined (and -fno-sanitize-recover, so any
+report aborts), with libasan preloaded into Python. A sanitizer
 report fails this test and shows in its output.
 """
 
@@ -18,7 +19,13 @@ from softswitch.native import sanitizer_runtime
 
 ROOT = Path(__file__).resolve().parent.parent
 CHILD_TESTS = ["tests/test_stf_corpus.py", "tests/test_innet_stf.py", "tests/test_native_differential.py",
-               "tests/test_native_robustness.py"]
+               "tests/test_native_robustness.py", "tests/test_native_lifecycle.py",
+               # `python -m softswitch` processes (sanitized too: they inherit the environment) whose
+               # C data path forwards pings and emulates links over veth pairs
+               "tests/test_softswitch_netns.py", "tests/test_softswitch_netem.py"]
+# the native cases of the files above, and the namespace tests that start a switch process
+CHILD_SELECT = ("native or backends_agree or garbage or device_config or warm_load or handler or "
+                "pings_cross or bad_requests or each_direction or saturating_burst or given_share")
 
 
 @pytest.mark.slow
@@ -34,8 +41,8 @@ def test_native_under_asan_and_ubsan() -> None:
            "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1:halt_on_error=1",
            "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1", "INNET_SWITCH_BACKEND": "native"}
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-k",
-         "native or backends_agree or garbage", *CHILD_TESTS],
+        [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-k", CHILD_SELECT,
+         *CHILD_TESTS],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=1400)
     out = proc.stdout[-6000:] + proc.stderr[-6000:]
     assert "ERROR: AddressSanitizer" not in out and "runtime error:" not in out, out
