@@ -111,9 +111,10 @@ TCP_MSS = 1448
 SETTLE_S = 0.15  # let trailing ACKs land before reading interface counters
 STARTUP_TIMEOUT_S = 180.0  # worker processes import torch (and gloo rendezvous) on shared CPUs
 NOTE = (
-    "Timings are of the project's Python software switch (softswitch: AF_PACKET ports on veth "
-    "pairs, tens of thousands of packets/s, sharing the CPUs with the workers), not of a hardware "
-    "switch; they compare the methods on this target only."
+    "Timings are of the project's software switch (softswitch on its default backend, the P4 "
+    "program compiled to C: AF_PACKET ports on veth pairs, about a million packets/s, sharing the "
+    "CPUs with the workers; the Python backend, if run_all.json says so, tens of thousands), not "
+    "of a hardware switch; they compare the methods on this target only."
 )
 
 

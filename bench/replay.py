@@ -100,9 +100,10 @@ SERVER_START_TIMEOUT_S = 30.0
 EST_PPS = 12_000  # rough software-switch rate for the time estimate (timeouts are many times it)
 FRAGMENT = 1400
 NOTE = (
-    "Timings are of the project's Python software switch (softswitch: a P4 interpreter on AF_PACKET "
-    "ports, some tens of thousands of packets/s, sharing the CPUs with the server, learner and "
-    "actors), not of a hardware switch; every path's packets cross it, so it bounds them all."
+    "Timings are of the project's software switch (softswitch on its default backend, the P4 "
+    "program compiled to C, about a million packets/s on AF_PACKET ports; the Python backend, if "
+    "run_all.json says so, tens of thousands), sharing the CPUs with the server, learner and "
+    "actors, not of a hardware switch; every path's packets cross it."
 )
 
 

@@ -444,7 +444,7 @@ class Report:
             f"{c.get('pushes_per_actor', c.get('pushes'))} pushes per actor, "
             f"{c.get('rounds')} learner rounds, "
             f"paths {c.get('paths')}, actors {c.get('actors')}, "
-            f"quick={c.get('quick')}; every request crosses the Python software switch"
+            f"quick={c.get('quick')}; every request crosses {self.switch_name()}"
         )
         self.head(title, d, config)
         paths = [
@@ -518,14 +518,18 @@ class Report:
             self.lines += ["With vs without in-network sampling (host-sockets / switch median latency):", ""]
             self.lines += md_table(["actors", *REPLAY_OPS], cmp_rows) + [""]
         top = actors[-1]
-        limit = "the Python software switch's per-packet cost on every path (all requests cross it)"
+        if self.native_switch():
+            limit = ("the hosts' per-packet cost: one Python socket call per datagram on every path, on "
+                     "CPUs shared with the switch")
+            both_cross = ("both paths' packets cross the switch and the hosts' Python socket calls, which "
+                          "cost more than the server's kernel-socket path that DPDK removes")
+        else:
+            limit = "the Python software switch's per-packet cost on every path (all requests cross it)"
+            both_cross = ("both paths' packets cross the Python software switch, whose per-packet cost "
+                          "dwarfs the server's kernel-socket cost that DPDK removes")
         per_item = (
             "in-network sampling answers with one datagram per sampled item or update (a batch of 32 "
-            "is 32 packets through the Python switch), the host path with one request per batch"
-        )
-        both_cross = (
-            "both paths' packets cross the Python software switch, whose per-packet cost dwarfs the "
-            "server's kernel-socket cost that DPDK removes"
+            f"is 32 packets through {self.switch_name()}), the host path with one request per batch"
         )
         redis_limit = (
             "Redis's learner samples its own local sum-tree (a network drain only when new records "
@@ -570,7 +574,7 @@ class Report:
         c = d.get("config", {})
         config = (
             f"one allreduce of a float32 tensor, workers {c.get('workers')}, sizes {c.get('sizes_kb')} KB, "
-            f"repeat {c.get('repeat')}, slots {c.get('slots')}; in-switch on the Python software switch: "
+            f"repeat {c.get('repeat')}, slots {c.get('slots')}; in-switch on {self.switch_name()}: "
             "`switch` synchronous (exponent agreed through the switch), `switch-fixed` synchronous with a "
             "fixed exponent (the control for async), `switch-async` a result per chunk once k = "
             f"{c.get('async_threshold', 'N-1')} workers are in (fixed exponent)"
@@ -629,8 +633,10 @@ class Report:
             rows,
         )  # fmt: skip
         pps_limit = (
-            "the software switch's packets/s (32 floats per packet) against TCP's 1448-byte "
-            "segments; (e) models a line-rate switch instead"
+            ("the hosts' per-packet cost (one Python socket call per 32-float packet) against TCP's "
+             "1448-byte segments, on CPUs shared with the switch" if self.native_switch() else
+             "the software switch's packets/s (32 floats per packet) against TCP's 1448-byte segments")
+            + "; (e) models a line-rate switch instead"
         )
         async_limit = (
             "workers of equal speed here: async saves only the wait for the last one while the late "
@@ -661,8 +667,11 @@ class Report:
                 else " (not measured: the sync run's bootstrap round per slot is in the ratio)"
             )
             + "; its results sum k of N workers' gradients (last column: threshold, mean workers "
-            "summed per received chunk). The software switch's packets/s, not the method, bounds the "
-            "in-switch times on this target.",
+            "summed per received chunk). "
+            + ("The hosts' per-packet socket calls, not the method, bound the in-switch times on this "
+               "target (the native switch forwards ~1 M packets/s; see its section)." if self.native_switch()
+               else "The software switch's packets/s, not the method, bounds the in-switch times on this "
+               "target."),
             "",
         ]
         self.lines += agg_problem_lines(bad, errs)
@@ -860,7 +869,10 @@ class Report:
         targets = d.get("targets") or {}
         self.head(title, d, "targets: agg32 native " + ", ".join(f"{k} {v}" for k, v in targets.items()))
         rows = []
+        loads = [r for r in d["results"] if r.get("path") == "load"]
         for r in d["results"]:
+            if r.get("path") == "load":
+                continue
             if r.get("skipped"):
                 rows.append([str(r.get("program")), str(r.get("backend")), str(r.get("path")), "skipped",
                              "-", "-"])
@@ -870,18 +882,29 @@ class Report:
                          str(r.get("pps")), str(ns if ns else "-"), str(r.get("offered_pps", "-"))])
         self.lines += md_table(["program", "backend", "path", "packets/s", "ns/packet", "offered packets/s"],
                                rows) + [""]
-        sender = next((r.get("sender") for r in d["results"] if r.get("sender")), None)
-        if sender:
-            self.lines += [f"veth sender: {sender}; forwarded packets/s read from the receiving interface's "
-                           "kernel counters.", ""]
+        senders = sorted({str(r["sender"]) for r in d["results"] if r.get("sender")})
+        if senders:
+            self.lines += [f"veth senders: {'; '.join(senders)}. Forwarded packets/s from the receiving "
+                           "interfaces' kernel counters; innet_agg4: contributions aggregated per second "
+                           "(the job's agg_aggregated counter), 4 workers on 4 ports.", ""]
+        if loads:
+            self.lines += md_table(["program", "backend", "load, cold cache (s)", "load, warm (s)"],
+                                   [[str(r.get("program")), str(r.get("backend")), str(r.get("cold_s", "-")),
+                                     str(r.get("warm_s", "-"))] for r in loads]) + [""]
 
-        def pick(backend: str, path: str) -> dict | None:
-            return next((r for r in d["results"] if r.get("program") == "agg32" and r.get("path") == path
-                         and r.get("backend", "python") == backend and r.get("pps")), None)
+        def pick(backend: str, path: str, program: str = "agg32") -> dict | None:
+            return next((r for r in d["results"] if r.get("program") == program and r.get("path") == path
+                         and r.get("backend", "python") == backend and r.get("pps") is not None), None)
 
         for path in ("in-process", "veth"):
             nat, py = pick("native", path), pick("python", path)
-            if nat and py:
+            if nat and py and not py["pps"]:
+                self.headline(f"software switch agg32 {path}, native / python backend",
+                              f"{nat['pps']:.0f} pps vs 0 (python forwards nothing under the same "
+                              f"{py.get('offered_pps', 0):.0f} pps flood)",
+                              "native: the kernel's send path; python: its receive threads starve the "
+                              "pipeline under a flood")
+            elif nat and py:
                 ratio = fmt_ratio(div(nat["pps"], py["pps"]))
                 self.headline(f"software switch agg32 {path}, native / python backend",
                               f"{ratio} ({nat['pps']:.0f} vs {py['pps']:.0f} pps)",
@@ -891,6 +914,11 @@ class Report:
                 r = nat or py
                 self.headline(f"software switch agg32 {path} ({r.get('backend', 'python')})",
                               f"{r['pps']:.0f} pps", "one backend measured")
+        agg = pick("native", "veth", "innet_agg4")
+        if agg:
+            self.headline("innet.p4 aggregation, 4 workers over veth (native)",
+                          f"{agg['pps']:.0f} contributions/s of {agg.get('offered_pps', 0):.0f} offered",
+                          "the sender's core (one core for four workers) and the kernel's send path")
 
     def section_learning(self) -> None:
         got = [(k, self.data[k]) for k in ("learning_apex", "learning_dp") if k in self.data]
@@ -917,7 +945,7 @@ class Report:
                     self.headline(
                         "learning: wall-clock to target, sync-switch / sync-gloo",
                         fmt_ratio(div(walls["sync-switch"], walls["sync-gloo"])),
-                        "the software switch's allreduce time (same updates to target when both reach it)",
+                        "the in-switch allreduce time (same updates to target when both reach it)",
                     )
         self.lines.append("")
 
@@ -970,6 +998,14 @@ class Report:
         else:
             head.append(f"**{NOT_MEASURED}.**")
         return "\n".join(intro + head + [""] + self.lines) + "\n"
+
+    def native_switch(self) -> bool:
+        """Whether this run's switches ran p4/innet.p4 natively (run_all.json's switch_backend)."""
+        return (self.run_all.get("switch_backend") or {}).get("innet_p4") == "native"
+
+    def switch_name(self) -> str:
+        return ("the native software switch (P4 compiled to C)" if self.native_switch()
+                else "the Python software switch")
 
     def backend_line(self) -> str:
         b = self.run_all.get("switch_backend")
