@@ -3,6 +3,7 @@ may stop or close the switch, and close() never frees the C switch under a runni
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from pathlib import Path
@@ -107,3 +108,30 @@ def test_a_warm_load_skips_the_emitter_and_a_damaged_memo_does_not_matter(tmp_pa
     lib = native.build_native(program, sanitize=False)
     assert lib.manifest["tables"]
     assert memos[0].read_text().startswith("{\"shared_object\"")
+
+
+def test_without_a_c_compiler_auto_says_why_and_native_refuses(tmp_path) -> None:
+    """No C compiler (and nothing cached): `--backend auto` runs the Python backend and says why
+    in one line; `--backend native` refuses to start with that line and exit code 2."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PATH": str(tmp_path), "INNET_NATIVE_CACHE": str(tmp_path / "cache")}
+    env.pop("CC", None)
+    env.pop("INNET_SWITCH_BACKEND", None)
+    base = [sys.executable, "-m", "softswitch", "--p4", str(ROOT / "p4" / "examples" / "basic_router.p4"),
+            "--no-grpc"]
+    r = subprocess.run(base + ["--backend", "native"], capture_output=True, text=True, env=env, cwd=ROOT,
+                       timeout=120)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "no C compiler" in r.stderr, r.stderr
+    p = subprocess.Popen(base + ["--backend", "auto"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, env=env, cwd=ROOT)
+    try:
+        running = p.stdout.readline()  # type: ignore[union-attr]
+        assert "on the python backend" in running, running
+    finally:
+        p.terminate()
+        _, err = p.communicate(timeout=30)
+    lines = [ln for ln in err.splitlines() if "native backend unavailable" in ln]
+    assert len(lines) == 1 and "no C compiler" in lines[0], err
