@@ -1,8 +1,9 @@
 """The P4Runtime gRPC server, driven by p4runtime-shell and by raw gRPC requests.
 
-Every test runs the real software switch (`softswitch.switch.Switch`) with
-tests/p4/p4rt_basic.p4, behind a real `P4RuntimeServer` on a local port; the pipeline is pushed
-by the client as P4 source (the device config), which the server's loader compiles.
+Every test runs the real software switch with tests/p4/p4rt_basic.p4 on both backends (the
+Python reference and the native one, whose tables, registers, counters, meters, groups, packet-in
+and digests live in C), behind a real `P4RuntimeServer` on a local port; the pipeline is pushed by
+the client as P4 source (the device config), which the server's loader compiles.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 from p4compiler.p4info import build_p4info, p4info_to_text
 from p4compiler.python_backend import compile_file, compile_text
 from softswitch import api
+from softswitch.native_switch import create_switch
 from softswitch.p4runtime_server import P4RuntimeServer, bytes_to_int, int_to_bytes
 from softswitch.switch import Switch
 
@@ -34,13 +36,13 @@ class Backend:
     """tests/p4/p4rt_basic.p4 compiled once, and the loader the server uses for device configs
     (P4 source, compiled with the test program's file name so errors point at it)."""
 
-    def __init__(self):
+    def __init__(self, kind: str = "python"):
+        self.kind = kind
         self.info = compile_file(str(P4_FILE)).info
         self.device_config = P4_FILE.read_bytes()
 
-    @staticmethod
-    def load(config: bytes, p4info) -> Switch:
-        return Switch(compile_text(config.decode(), str(P4_FILE)), cpu_port=CPU_PORT)
+    def load(self, config: bytes, p4info) -> Switch:
+        return create_switch(compile_text(config.decode(), str(P4_FILE)), self.kind, cpu_port=CPU_PORT)
 
     @staticmethod
     def trigger_packet_in(server: P4RuntimeServer, ingress_port: int, frame: bytes) -> None:
@@ -60,9 +62,9 @@ IPV4_FRAME = bytes.fromhex(
 )
 
 
-@pytest.fixture(scope="module")
-def backend() -> Backend:
-    return Backend()
+@pytest.fixture(scope="module", params=["python", "native"])
+def backend(request) -> Backend:
+    return Backend(request.param)
 
 
 @pytest.fixture
