@@ -731,8 +731,8 @@ class Report:
                 f"(d2) allreduce with a {delay:g} ms straggler, switch-async / {sync_ref}",
                 f"{fmt_ratio(r)} ({w} workers, {sz} KB; results sum k={k} of {w} gradients; "
                 "< 1: switch-async faster)",
-                "sync waits for the straggler each call, async (k = N-1) does not; async still pays the "
-                "software switch's packets/s, and its results leave out the straggler's gradient",
+                "sync waits for the straggler each call, async (k = N-1) does not; async still carries the "
+                "late worker's packets, and its results leave out the straggler's gradient",
             )
         self.lines += [
             "",
