@@ -132,6 +132,12 @@ def _link_counters(ns: object, ifname: str) -> tuple[int, int]:
     return int(st["rx"]["packets"]), int(st["tx"]["packets"])
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process (all its threads), from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _trafgen_conf(frame: bytes, path: Path) -> None:
     path.write_text("{ " + ", ".join(f"0x{b:02x}" for b in frame) + " }\n")
 
@@ -184,15 +190,18 @@ def bench_veth(which: str, backend: str, seconds: float) -> dict:
             time.sleep(min(2.0, seconds / 4))  # ramp-up, then measure a steady window
             rx0, _ = _link_counters(rx_ns, rx_if)
             _, tx0 = _link_counters(ns_tx, tx_if)
-            t0 = time.perf_counter()
+            cpu0, t0 = _cpu_seconds(proc.pid), time.perf_counter()
             time.sleep(seconds)
             rx1, _ = _link_counters(rx_ns, rx_if)
             _, tx1 = _link_counters(ns_tx, tx_if)
-            dt = time.perf_counter() - t0
+            cpu1, dt = _cpu_seconds(proc.pid), time.perf_counter() - t0
         forwarded, offered = rx1 - rx0, tx1 - tx0
+        busy = (cpu1 - cpu0) / dt  # the switch process's CPU share of the window (its one core: 1.0)
         return {"program": which, "backend": ran, "path": "veth", "sender": sender, "seconds": round(dt, 2),
                 "offered_pps": round(offered / dt), "pps": round(forwarded / dt),
                 "forwarded_share": round(forwarded / offered, 4) if offered else 0.0,
+                "switch_cpu_busy": round(busy, 3),
+                "switch_cpu_ns_per_packet": round((cpu1 - cpu0) / forwarded * 1e9) if forwarded else None,
                 "switch_core": pin_switch[-1] if pin_switch else "any"}
     finally:
         if send is not None:
@@ -311,10 +320,10 @@ def bench_innet_agg(backend: str, seconds: float) -> dict:
             return agg, sc.jobs.egress.results(1), rx, tx  # type: ignore[union-attr]
 
         agg0, res0, rx0, tx0 = sample()
-        t0 = time.perf_counter()
+        cpu0, t0 = _cpu_seconds(proc.pid), time.perf_counter()
         time.sleep(seconds)
         agg1, res1, rx1, tx1 = sample()
-        dt = time.perf_counter() - t0
+        cpu1, dt = _cpu_seconds(proc.pid), time.perf_counter() - t0
         out, _ = send.communicate(timeout=30)
         counters = sc.jobs.ingress.counters(1)
         return {"program": "innet_agg4", "backend": ran, "path": "veth",
@@ -323,6 +332,9 @@ def bench_innet_agg(backend: str, seconds: float) -> dict:
                 "offered_pps": round((tx1 - tx0) / dt), "pps": round((agg1 - agg0) / dt),
                 "result_copies_per_s": round((res1 - res0) / dt), "frames_out_pps": round((rx1 - rx0) / dt),
                 "job_counters": counters, "sender_said": out.strip(),
+                "switch_cpu_busy": round((cpu1 - cpu0) / dt, 3),
+                "switch_cpu_ns_per_packet": (round((cpu1 - cpu0) / (agg1 - agg0) * 1e9)
+                                             if agg1 > agg0 else None),
                 "switch_core": pin_switch[-1] if pin_switch else "any"}
     finally:
         if sc is not None:
@@ -423,8 +435,9 @@ def main() -> int:
                     print(f"{which:6s} {backend:6s} veth        skipped: {r['skipped']}")
                 else:
                     print(f"{which:6s} {r['backend']:6s} veth        {r['pps']:>11,d} packets/s forwarded of "
-                          f"{r['offered_pps']:,d} offered ({r['sender']}; switch on core {r['switch_core']})",
-                          flush=True)
+                          f"{r['offered_pps']:,d} offered ({r['sender']}; switch on core {r['switch_core']}, "
+                          f"{r['switch_cpu_busy']:.0%} busy, {r['switch_cpu_ns_per_packet']} ns CPU per "
+                          "forwarded packet)", flush=True)
                 results.append(r)
     if not args.skip_veth:
         for backend in backends:
@@ -434,7 +447,8 @@ def main() -> int:
             else:
                 print(f"innet  {r['backend']:6s} 4 workers   {r['pps']:>11,d} contributions/s aggregated of "
                       f"{r['offered_pps']:,d} offered ({r['result_copies_per_s']:,d} RESULT copies/s; "
-                      f"{r['sender']}; switch on core {r['switch_core']})", flush=True)
+                      f"{r['sender']}; switch on core {r['switch_core']}, {r['switch_cpu_busy']:.0%} busy)",
+                      flush=True)
             results.append(r)
     for backend in backends:
         r = bench_load(backend)
