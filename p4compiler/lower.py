@@ -18,7 +18,7 @@ every statement and composite type carries that location (`loc`) for the back en
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from p4compiler import ir
@@ -121,7 +121,6 @@ class _Ctx:
     label: str | None = None  # Labeled block a `return` leaves
     ret: ir.Var | None = None  # function result local
     ret_type: T.Type | None = None
-    copy_outs: list[list[ir.Stmt]] = field(default_factory=list)  # pending copy-outs, innermost last
     in_parser: bool = False
 
 
@@ -146,6 +145,10 @@ class Lower(_Build):
             for k, v in _declared_field_lists(compiled).items()
         }
         self.synth_fl: dict[tuple, int] = {}
+        # copy-outs of the calls being inlined, innermost last: `exit` runs them all first (P4-16
+        # 6.8: copy-out happens up the whole call stack), whatever inlined the exit (an action a
+        # table runs, a sub-control, a function)
+        self.pending_outs: list[list[ir.Stmt]] = []
 
     # ------------------------------------------------------------------ entry
     def lower(self) -> ir.Program:
@@ -672,7 +675,7 @@ class Lower(_Build):
                 self.stmt(s.other, Scope(scope), other, fc)
             em.append(ir.If(self.to_ir(c, s.cond), then, other))
         elif isinstance(s, A.Exit):
-            for outs in reversed(fc.copy_outs):
+            for outs in reversed(self.pending_outs):
                 em.extend(outs)
             em.append(ir.Exit())
         elif isinstance(s, A.Return):
@@ -813,7 +816,7 @@ class Lower(_Build):
                 scope.add(p.name, Var(None, self.resolve_type(p.type, scope), False, p.direction))  # type: ignore
         label = self.uniq("L_ctl")
         body: list[ir.Stmt] = []
-        inner = _Ctx(label=label, copy_outs=fc.copy_outs)
+        inner = _Ctx(label=label)
         self.block_locals(decl, p4name, scope, body, inner)
         self.stmts(decl.apply.stmts, scope, body, inner)
         em.append(ir.Labeled(label, body))
@@ -934,7 +937,7 @@ class Lower(_Build):
             if dparams:
                 for p, a in zip(dparams, r.args if r is not None else [], strict=False):
                     args[p.name] = a.value
-            self.inline_action(b, args, tb.scope, body, _Ctx(copy_outs=[]), node)
+            self.inline_action(b, args, tb.scope, body, _Ctx(), node)
             cases.append(ir.ActionCase(self.action_no[aname], pvars, body))
         em.append(ir.TableApply(tb.number, keys, cases, hit, action_run))
 
@@ -990,7 +993,7 @@ class Lower(_Build):
                     {p.name: a for p, a in zip(b.decl.params, args, strict=False)},
                     scope,
                     em,
-                    _Ctx(copy_outs=[]),
+                    _Ctx(),
                     e,
                 )
                 return V("None", T.VOID)
@@ -1080,7 +1083,9 @@ class Lower(_Build):
         outs = self.bind_params(b.decl.params, args, b.scope, caller, inner, body, node)
         label = self.uniq("L_act")
         code: list[ir.Stmt] = []
-        self.stmts(b.decl.body.stmts, inner, code, _Ctx(label=label, copy_outs=fc.copy_outs + [outs]))
+        self.pending_outs.append(outs)
+        self.stmts(b.decl.body.stmts, inner, code, _Ctx(label=label))
+        self.pending_outs.pop()
         body.append(ir.Labeled(label, code))
         body.extend(outs)
         em.extend(body)
@@ -1104,12 +1109,14 @@ class Lower(_Build):
         ret = None if isinstance(rt, T.VoidT) else self.local("ret", rt, em, e)
         label = self.uniq("L_fn")
         code: list[ir.Stmt] = []
+        self.pending_outs.append(outs)
         self.stmts(
             b.decl.body.stmts,
             inner,
             code,
-            _Ctx(label=label, ret=ret, ret_type=None if ret is None else rt, copy_outs=[outs]),
+            _Ctx(label=label, ret=ret, ret_type=None if ret is None else rt),
         )
+        self.pending_outs.pop()
         em.append(ir.Labeled(label, code))
         em.extend(outs)
         return V(ret, rt) if ret is not None else V("None", T.VOID)
@@ -1138,7 +1145,9 @@ class Lower(_Build):
             sub = self.lower_parser(b.decl, b.p4name, b.ctor_args, binds, b.outer)
             self.emit(em, ir.SubParser(sub, b.p4name), e)
         else:
-            self.inline_control(b.decl, b.p4name, b.ctor_args, b.outer, binds, em, _Ctx(copy_outs=[]))
+            self.pending_outs.append(outs)
+            self.inline_control(b.decl, b.p4name, b.ctor_args, b.outer, binds, em, _Ctx())
+            self.pending_outs.pop()
         em.extend(outs)
 
     # ------------------------------------------------------------------ packets
