@@ -257,8 +257,26 @@ def generated_globals(program: Any) -> dict[str, Any]:
     return g
 
 
+def ir_globals() -> dict[str, Any]:
+    """The global namespace of a module written by the IR emitter (p4compiler.python_backend.emit)."""
+    g: dict[str, Any] = {
+        "__builtins__": __builtins__,
+        "_Stack": Stack,
+        "_P4Header": P4Header,
+        "_P4Struct": P4Struct,
+        "ParserError": ParserError,
+        "_EXIT": _EXIT,
+    }
+    for name in ("_stack_next", "_stack_last", "_stack_at", "_union_set_valid", "_union_valid", "_sext",
+                 "_peek", "_advance", "_hash", "_hash_result", "_csum", "_assert", "_extract_varbit",
+                 "_pack_varbit"):
+        g[name] = globals()[name]
+    return g
+
+
 def instantiate(program: Any, rt: Any) -> dict[str, Any]:
-    """Run a compiled program's generated module against a runtime; returns the pipeline's functions."""
-    g = generated_globals(program)
+    """Run a compiled program's generated module against a runtime; returns the pipeline's functions
+    (and, for the IR emitter's module, the state classes and error names)."""
+    g = ir_globals() if getattr(program, "emitter", "ast") == "ir" else generated_globals(program)
     exec(program.code, g)
     return g["__build"](rt)

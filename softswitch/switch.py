@@ -53,6 +53,8 @@ class _Runtime:
         return obj
 
     def table(self, name: str) -> Any:
+        if self.sw._ir:  # the IR emitter's code looks entries up itself: give it the table
+            return self.sw._make_table(name)
         return self.sw._table_proxy(name)
 
     def value_set(self, name: str, size: int) -> ValueSet:
@@ -121,6 +123,8 @@ class Switch:
             self.mc: dict[int, list[Replica]] = {}
             self.sessions: dict[int, CloneSession] = {}
             self._pending_digests: list[tuple[str, dict[str, int]]] = []
+            self._ir = getattr(program, "emitter", "ast") == "ir"
+            self._action_no = {a.name: i for i, a in enumerate(program.info.actions)}
             built = runtime.instantiate(program, _Runtime(self))
             blocks = built["blocks"]
             self._parser = blocks["parser"]
@@ -131,20 +135,38 @@ class Switch:
             self._deparser = blocks["deparser"]
             specs = {t.p4name: t for t in program.tables}
             for tinfo in program.info.tables:
-                key_fn, action_fns = built["tables"][tinfo.name]
                 spec = specs[tinfo.name]
-                dm = self.direct_meters.get(spec.direct_meter) if spec.direct_meter else None
-                t = Table(tinfo, spec, key_fn, action_fns, spec.direct_counter, dm)
-                self.tables[tinfo.name] = t
-                self._proxies[tinfo.name].table = t
+                if self._ir:
+                    t = self.tables.get(tinfo.name) or self._make_table(tinfo.name)
+                else:
+                    key_fn, action_fns = built["tables"][tinfo.name]
+                    dm = self.direct_meters.get(spec.direct_meter) if spec.direct_meter else None
+                    t = Table(tinfo, spec, key_fn, action_fns, spec.direct_counter, dm)
+                    self.tables[tinfo.name] = t
+                    self._proxies[tinfo.name].table = t
                 for keys, action, args, prio in spec.const_entries:
                     match = {f: m for f, m in zip(t.field_names, keys, strict=False) if m is not None}
                     argd = dict(zip([n for n, _ in spec.action_params[action]], args, strict=False))
                     t.insert(api.TableEntry(tinfo.name, match, action, argd, prio or 0, is_const=True))
-            H, Mt, SM = program.headers_type, program.meta_type, program.std_meta_type
-            self._H, self._M, self._SM = H.cls, Mt.cls, SM.cls
+            if self._ir:  # error values are numbers; run-time helpers raise ParserError by name
+                self._H, self._M, self._SM = built["classes"]
+                self._errno: dict[Any, int] | None = {n: i for i, n in enumerate(built["errors"])}
+            else:
+                H, Mt, SM = program.headers_type, program.meta_type, program.std_meta_type
+                self._H, self._M, self._SM = H.cls, Mt.cls, SM.cls
+                self._errno = None
             self._pkt_in = program.controller_headers.get("packet_in")
             self._pkt_out = program.controller_headers.get("packet_out")
+
+    def _make_table(self, name: str) -> Table:
+        """A table for the IR emitter's code: its actions are the program's action numbers."""
+        tinfo = self.info.table(name)
+        spec = next(t for t in self.program.tables if t.p4name == name)
+        dm = self.direct_meters.get(spec.direct_meter) if spec.direct_meter else None
+        acts = {a: self._action_no[a] for a in spec.action_fns}
+        t = Table(tinfo, spec, None, acts, spec.direct_counter, dm)  # type: ignore[arg-type]
+        self.tables[name] = t
+        return t
 
     def _table_proxy(self, name: str) -> _TableProxy:
         p = _TableProxy()
@@ -329,7 +351,10 @@ class Switch:
             self._parser(P, hdr, meta, sm)
         except ParserError as e:
             # bmv2: the packet still enters ingress, with the error recorded
-            sm.parser_error = e.error or "NoError"
+            if self._errno is None:
+                sm.parser_error = e.error or "NoError"
+            else:
+                sm.parser_error = self._errno.get(e.error, e.error) if e.error is not None else 0
         return hdr, meta, sm, P
 
     def _run_ingress(self, data: bytes, port: int, itype: int, preserved: tuple, ingress_q: deque) -> list:

@@ -298,6 +298,19 @@ class Table:
         e.fn(c, *e.argv)
         return True, e.action
 
+    def run(self, k: tuple, P: Any) -> tuple[bool, Any, tuple]:
+        """Look up key `k` for the IR emitter's code, which runs the action itself: (hit, action,
+        arguments), where action is what `action_fns` maps the action's name to (its number)."""
+        e = self.lookup(k)
+        if e is None:
+            fn, argv = self._default_call
+            return False, fn, argv
+        e.packets += 1
+        e.bytes += P.length
+        if self.direct_meter is not None:
+            P.meter_color[self.direct_meter.name] = self.direct_meter.execute_entry(e, P.length)
+        return True, e.fn, e.argv
+
 
 # ---------------------------------------------------------------------------- externs
 class Register:

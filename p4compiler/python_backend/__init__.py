@@ -43,11 +43,14 @@ class CompiledProgram:
     p4_source: str = ""  # the preprocessed P4 text, for P4Runtime's GetForwardingPipelineConfig
     filename: str = ""
     controller_headers: dict[str, T.StructLikeT] = field(default_factory=dict)
+    emitter: str = "ast"  # who wrote `source`: "ast" (the type checker) or "ir" (emit.PyEmitter)
+    ir: Any = None  # the lowered program (p4compiler.ir.Program) when emitter == "ir"
 
 
-def compile_file(path: str, include_dirs: Sequence[str] = (), defines: Mapping[str, str] | None = None
-                 ) -> CompiledProgram:
-    """Preprocess, parse and compile a P4-16 file for the v1model architecture."""
+def compile_file(path: str, include_dirs: Sequence[str] = (), defines: Mapping[str, str] | None = None,
+                 emitter: str | None = None) -> CompiledProgram:
+    """Preprocess, parse and compile a P4-16 file for the v1model architecture. `emitter` picks
+    who writes the Python the switch runs: "ast" or "ir" (default: $INNET_PY_EMITTER, else ast)."""
     import os
 
     from p4compiler.preprocess import preprocess
@@ -59,7 +62,7 @@ def compile_file(path: str, include_dirs: Sequence[str] = (), defines: Mapping[s
     cp = compile_program(prog)
     cp.p4_source = text
     cp.filename = path
-    return cp
+    return _emit(cp, emitter, prog)
 
 
 def parse_source_preprocessed(text: str, filename: str) -> A.Program:
@@ -69,7 +72,7 @@ def parse_source_preprocessed(text: str, filename: str) -> A.Program:
 
 
 def compile_text(text: str, filename: str = "<device config>", include_dirs: Sequence[str] = (),
-                 defines: Mapping[str, str] | None = None) -> CompiledProgram:
+                 defines: Mapping[str, str] | None = None, emitter: str | None = None) -> CompiledProgram:
     """Compile P4-16 source given as text (e.g. the device config of a P4Runtime pipeline)."""
     from p4compiler.preprocess import preprocess_text
 
@@ -79,6 +82,18 @@ def compile_text(text: str, filename: str = "<device config>", include_dirs: Seq
     cp = compile_program(prog)
     cp.p4_source = text
     cp.filename = filename
+    return _emit(cp, emitter, prog)
+
+
+def _emit(cp: CompiledProgram, emitter: str | None, tree: A.Program) -> CompiledProgram:
+    """Keep the type checker's Python, or replace it with the IR emitter's (emit.py)."""
+    from p4compiler.python_backend.emit import EMITTERS, default_emitter, emit_python
+
+    emitter = emitter or default_emitter()
+    if emitter not in EMITTERS:
+        raise P4Error(f"unknown Python emitter {emitter!r}: choose one of {', '.join(EMITTERS)}")
+    if emitter == "ir":
+        emit_python(cp, tree)
     return cp
 
 
