@@ -19,7 +19,7 @@ types; back ends only walk it. By the time a program is in this form:
 Parser-only nodes: `SubParser` (a sub-parser's states run in place), `ParserAccept` (`return` in
 a state), `KsValueSet` (a value set as one element of a tuple keyset). Everything the Python
 back end runs lowers (tests/test_lower.py); a back end refuses what it cannot represent
-(`c_backend.check`: wider than 64 bits, sub-parsers, varbit scalars, ...). `walk`/`children`
+(`c_backend.check`: wider than 64 bits, varbit scalars, exit in a parser, ...). `walk`/`children`
 visit the nodes generically.
 
 How the Python emitter can be ported onto it (the next step): generate Python functions from

@@ -19,9 +19,7 @@ from softswitch import stf
 BACKENDS = ("python", "native")
 
 # program stem -> the construct the C emitter does not handle yet
-NATIVE_PENDING: dict[str, str] = {
-    "calling_convention": "sub-parsers",
-}
+NATIVE_PENDING: dict[str, str] = {}
 
 
 def run_stf(program: Path, stf_path: Path, backend: str) -> stf.StfResult:

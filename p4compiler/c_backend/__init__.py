@@ -41,7 +41,7 @@ def emit_c(program: CompiledProgram) -> NativeProgram:
     if len(program.info.direct_meters) > 8:  # ss_ctx.last_meter_color has 8 slots
         raise NativeUnsupported("the native backend does not support more than 8 direct meters yet")
     prog = lower_program(program)
-    check_native(prog)  # the C limits (wide values, sub-parsers, ...): the IR itself covers them
+    check_native(prog)  # the C limits (wide values, varbit scalars, ...): the IR itself covers them
     source = CEmitter(prog).run()
     return NativeProgram(source, build_manifest(program, prog.field_lists, prog.errors))
 

@@ -1,7 +1,8 @@
 """What the IR can express but the C back end cannot compile (yet): refused before emitting.
 
 The lowering (p4compiler.lower) expresses every construct the Python reference runs; the limits
-of the C representation live here, each refusal a `NativeUnsupported` located at the statement
+of the C representation live here (sub-parsers and `return` in parser states are emitted inline,
+c_backend.emit.CEmitter.s_SubParser), each refusal a `NativeUnsupported` located at the statement
 (or type declaration) that needs it, so the switch falls back to the Python back end.
 """
 
@@ -41,12 +42,8 @@ def _check_type(t: ir.Type, loc: Any, seen: set[int]) -> None:
 def _visit(n: Any, loc: Any, in_parser: bool, seen: set[int]) -> None:
     """Check one IR node and everything under it; `loc` is the nearest statement's location."""
     loc = getattr(n, "loc", None) or loc
-    if isinstance(n, ir.SubParser):
-        raise _refuse("sub-parsers", loc)
     if in_parser and isinstance(n, ir.Exit):
         raise _refuse("exit in a parser", loc)
-    if isinstance(n, ir.ParserAccept):
-        raise _refuse("return in a parser", loc)
     if isinstance(n, ir.Assign) and isinstance(n.rhs.type, ir.Varbit):
         raise _refuse("assigning a varbit value", loc)
     if isinstance(n, ir.KsValueSet):

@@ -134,6 +134,17 @@ def ctype(t: ir.Type) -> str:
     raise NativeUnsupported(f"the native backend does not support values of type {t} yet")
 
 
+class _PCtx:
+    """The (sub-)parser whose states are being emitted: its state labels' prefix, its accept
+    label, the states transitions name, and whether anything goes to accept."""
+
+    def __init__(self, prefix: str, accept: str) -> None:
+        self.prefix = prefix
+        self.accept = accept
+        self.refs: set[str] = set()
+        self.accept_used = False
+
+
 class _Fn:
     """Per C function: locals to declare at the top, labels in use, temporaries."""
 
@@ -153,6 +164,7 @@ class CEmitter:
         self.p = prog
         self.lines: list[str] = []
         self.fn = _Fn("")
+        self.pctx = _PCtx("ST_", "P_accept")
         self.in_parser = False
         self.zero_objs: set[str] = set()
         self.sink_objs: set[str] = set()
@@ -740,27 +752,9 @@ class CEmitter:
     def parser_fn(self) -> list[str]:
         self.begin("ss_parser")
         self.in_parser = True
-        prs = self.p.parser
         self.line("    uint64_t err = 0; (void)err;", 0)
         self.line("    memset(&s->hdr, 0, sizeof s->hdr);", 0)
-        refs: set[str] = {prs.start}
-        body_lines: list[str] = []
-        states = {st.name: st for st in prs.states}
-        order = [prs.start] + [n for n in states if n != prs.start]
-        for name in order:
-            st = states[name]
-            saved = self.lines
-            self.lines = []
-            self.block(st.body, 1)
-            self.transition(st.transition, refs, 1)
-            body_lines.append(f"ST_{name}: ;")
-            body_lines.extend(self.lines)
-            self.lines = saved
-        self.line(f"    goto ST_{prs.start};", 0)
-        for ln in body_lines:
-            if ln.startswith("ST_") and ln[3:-3] not in refs:
-                continue
-            self.lines.append(ln)
+        self.parser_states(self.p.parser, _PCtx("ST_", "P_accept"), 1)
         text = "\n".join(self.lines)
         # an explicit reject leaves parser_error NoError, as bmv2 (README: Known gaps)
         for lab, code in (
@@ -775,13 +769,55 @@ class CEmitter:
         self.in_parser = False
         return self.finish("static int ss_parser(ss_ctx *c, void *vs)", [])
 
+    def parser_states(self, prs: ir.Parser, pc: _PCtx, lvl: int) -> None:
+        """A parser's states in place, start first (entered by falling into it); a state's label
+        only where a transition names it (gcc's -Wunused-label). Transitions go to this parser's
+        states (`pc.prefix` + name), its accept (`pc.accept`) or the top-level P_reject."""
+        outer, self.pctx = self.pctx, pc
+        states = {st.name: st for st in prs.states}
+        order = [prs.start] + [n for n in states if n != prs.start]
+        chunks: list[tuple[str, list[str]]] = []
+        for name in order:
+            saved = self.lines
+            self.lines = []
+            self.block(states[name].body, lvl)
+            self.transition(states[name].transition, pc.refs, lvl)
+            chunks.append((name, self.lines))
+            self.lines = saved
+        for name, lines in chunks:
+            if name in pc.refs:
+                self.line(f"{pc.prefix}{name}: ;", max(lvl - 1, 0))
+            self.lines.extend(lines)
+        self.pctx = outer
+
+    def s_SubParser(self, st: ir.SubParser, lvl: int) -> None:
+        """P4-16 13.8.1 (invoking a sub-parser): the calling state is split at the call; the
+        sub-parser's accept is the bottom half (the statements after this one), its reject and
+        its errors are the caller's (P_reject / P_error end the whole parse). Arguments: the
+        lowering copies scalars in before this statement and out after it, so a sub-parser that
+        rejects copies nothing out; headers and structs are passed by reference (lower.bind_params),
+        so what it extracted before rejecting stays, as on the Python back end."""
+        self.fn.n += 1
+        n = self.fn.n
+        pc = _PCtx(f"SP{n}_", f"SPA{n}")
+        self.line(f"{{  /* sub-parser {_cstr(st.name)[1:-1]} */", lvl)
+        self.parser_states(st.parser, pc, lvl + 1)
+        self.line("}", lvl)
+        if pc.accept_used:
+            self.line(f"{pc.accept}: ;", lvl)
+
+    def s_ParserAccept(self, st: ir.ParserAccept, lvl: int) -> None:
+        """`return` in a parser state: this (sub-)parser ends in accept."""
+        self.line(self.target("accept", self.pctx.refs), lvl)
+
     def target(self, name: str, refs: set[str]) -> str:
         if name == "accept":
-            return "goto P_accept;"
+            self.pctx.accept_used = True
+            return f"goto {self.pctx.accept};"
         if name == "reject":
             return "goto P_reject;"
         refs.add(name)
-        return f"goto ST_{name};"
+        return f"goto {self.pctx.prefix}{name};"
 
     def transition(self, tr: str | ir.Select, refs: set[str], lvl: int) -> None:
         if isinstance(tr, str):
