@@ -295,3 +295,33 @@ def test_return_in_parser_states_runs_on_both_backends(backend: str, tmp_path: P
     res = run_stf(str(p4), str(stf), backend=backend)
     assert res.ok, "\n".join(res.failures)
 
+
+def test_prelude_helpers_have_no_undefined_shifts(tmp_path: Path) -> None:
+    """The generated code's helpers under -fsanitize=undefined for every width: ss__sx(v, 0)
+    used to shift a uint64_t by 64."""
+    if GCC is None:
+        pytest.skip("no C compiler")
+    from p4compiler.c_backend.emit import PRELUDE
+
+    src = tmp_path / "prelude.c"
+    src.write_text(PRELUDE + r"""
+#include <stdio.h>
+int main(void) {
+    volatile unsigned zero = 0;
+    printf("%lld\n", (long long)ss__sx(5, zero));
+    for (unsigned w = 1; w <= 64; w++)
+        printf("%lld %llu\n", (long long)ss__sx(~UINT64_C(0) >> (64 - w), w),
+               (unsigned long long)ss__shr_s(ss__mask(w), 1, w));
+    return 0;
+}
+""")
+    exe = tmp_path / "prelude"
+    r = subprocess.run([GCC, "-std=c11", "-O1", "-Wall", "-Wextra", "-Werror", f"-I{INCLUDE}",
+                        "-fsanitize=undefined", "-fno-sanitize-recover=all", str(src), "-o", str(exe)],
+                       capture_output=True, text=True)
+    if r.returncode != 0 and "ubsan" in r.stderr:
+        pytest.skip(f"no UBSan runtime: {r.stderr[:200]}")
+    assert r.returncode == 0, r.stderr[:4000]
+    r = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and "runtime error" not in r.stderr, r.stderr
+    assert r.stdout.split("\n")[:65] == ["0"] + [f"-1 {(1 << w) - 1}" for w in range(1, 65)]

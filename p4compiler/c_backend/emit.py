@@ -20,8 +20,9 @@ PRELUDE = r"""
 #include <string.h>
 #include "ss_runtime.h"
 
-/* sign-extend the low w bits of v (w in 1..64) */
+/* sign-extend the low w bits of v (w 0..64; 0 bits are the value 0, not a shift by 64) */
 static inline int64_t ss__sx(uint64_t v, unsigned w) {
+    if (w == 0) return 0;
     return w >= 64 ? (int64_t)v : (int64_t)(v << (64 - w)) >> (64 - w);
 }
 static inline uint64_t ss__mask(unsigned w) { return w >= 64 ? ~UINT64_C(0) : (UINT64_C(1) << w) - 1; }
