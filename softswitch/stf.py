@@ -355,11 +355,7 @@ def _parse_line(kind: str, rest: str, file: str, line: int, text: str) -> StfCom
         port = int(port_text)
         if kind == "packet":
             data, _ = _parse_data(data_text, allow_pattern=False)
-            if not data:
-                raise ValueError("packet: no packet data")
-            if len(data) % 2:
-                raise ValueError(f"packet: odd number of hex digits ({len(data)})")
-            return PacketCommand(**base, port=port, data=bytes.fromhex(data))
+            return PacketCommand(**base, port=port, data=packet_bytes(data))
         data, exact = _parse_data(data_text, allow_pattern=True)
         return ExpectCommand(**base, port=port, pattern=data or None, exact_length=exact)
     if kind == "add":
@@ -464,6 +460,14 @@ class StfResult:
     failures: list[str] = field(default_factory=list)
     log: list[str] = field(default_factory=list)
     outputs: dict[int, list[bytes]] = field(default_factory=dict)  # every packet out, per port
+
+
+def packet_bytes(hex_digits: str) -> bytes:
+    """A `packet` line's data as p4c's bmv2stf sends it (HexToByte): digit pairs from the left,
+    a lone final digit d is the byte 0x0d, and no digits at all is an empty packet."""
+    if len(hex_digits) % 2:
+        hex_digits = hex_digits[:-1] + "0" + hex_digits[-1]
+    return bytes.fromhex(hex_digits)
 
 
 def match_packet(pattern: str | None, exact_length: bool, data: bytes) -> bool:
