@@ -2,10 +2,11 @@
 
     preprocess.py   #include / #define / #if
     frontend/       lexer, LALR grammar (lark), syntax tree
-    python_backend/ type checking and the Python emitter (the executable reference; it still
-                    writes Python text from the syntax tree while it type-checks)
+    python_backend/ type checking (it still writes Python text from the syntax tree as it checks,
+                    run only with INNET_PY_EMITTER=ast) and emit.py: ir -> Python, the executable
+                    reference
     lower.py        the mid end: syntax tree -> ir (reuses python_backend's typing rules)
-    ir.py           the typed, lowered, inlined program that back ends walk
+    ir.py           the typed, lowered, inlined program that both back ends walk
     c_backend/      ir -> C for the native runtime (check.py: what C cannot represent)
     p4info.py       P4Info with p4c's names and ids
     model.py        the control-plane view of a program (tables, actions, externs, ...)

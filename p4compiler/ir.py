@@ -19,15 +19,14 @@ types; back ends only walk it. By the time a program is in this form:
 Parser-only nodes: `SubParser` (a sub-parser's states run in place), `ParserAccept` (`return` in
 a state), `KsValueSet` (a value set as one element of a tuple keyset). Everything the Python
 back end runs lowers (tests/test_lower.py); a back end refuses what it cannot represent
-(`c_backend.check`: wider than 64 bits, varbit scalars, exit in a parser, ...). `walk`/`children`
+(`c_backend.check`: wide hash results, varbit scalars, exit in a parser, ...). `walk`/`children`
 visit the nodes generically.
 
-How the Python emitter can be ported onto it (the next step): generate Python functions from
-`Program.parser` states and `Program.controls` the way `c_backend.emit` generates C: `Var` roots
-become the Python objects `c.P.sm`/`hdr`/`meta`, `Local` a Python local, `BinOp` the same
-wrap/mask expressions `codegen.Compiler.wrap` writes today, `TableApply` a call of the runtime
-table returning (hit, action number, args), `ExternCall` the runtime calls of
-`python_backend.calls.extern_function`; `lower.lower_program` would then be the only type checker.
+Both emitters consume it: `c_backend.emit` (C) and `python_backend.emit` (Python, the executable
+reference). What is left of the old path: the front end's checks and the control-plane facts
+(ProgramInfo, TableSpec, ExternSpec) still come from `python_backend`'s syntax-tree walk, which
+also writes Python text that runs only with INNET_PY_EMITTER=ast; `lower.Lower` takes its
+numbering from that walk.
 """
 
 from __future__ import annotations
@@ -332,7 +331,7 @@ class ActionCase:
 @dataclass(eq=False)
 class TableApply(Stmt):
     table: int
-    keys: list[Expr]  # each Bits <= 64 or Bool
+    keys: list[Expr]  # each Bits or Bool
     cases: list[ActionCase]
     hit: Var | None = None  # bool local set to hit
     action_run: Var | None = None  # bit<32> local set to the action number

@@ -1489,6 +1489,8 @@ def lower_program(compiled: CompiledProgram) -> ir.Program:
     """Lower a program the Python back end has compiled (and so type-checked) into the IR."""
     from p4compiler.frontend.parser import parse_text
 
+    if getattr(compiled, "ir", None) is not None:  # the Python emitter lowered it already
+        return compiled.ir
     if not compiled.p4_source:
         raise NativeUnsupported("the program's P4 source text is not available")
     prog = parse_text(compiled.p4_source, compiled.filename or "<program>")

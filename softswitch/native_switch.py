@@ -20,6 +20,7 @@ import sys
 import threading
 from typing import Any, Mapping, Sequence
 
+from p4compiler.c_backend import wide
 from p4compiler.errors import P4Error
 from p4compiler.python_backend import CompiledProgram
 from p4compiler.python_backend.types import serial_width
@@ -31,13 +32,11 @@ from softswitch.tables import Table
 log = logging.getLogger("softswitch")
 
 BACKENDS = ("auto", "native", "python")
-_KIND = {"exact": 0, "lpm": 1, "ternary": 2, "range": 3, "optional": 4}
+_KIND = {"exact": 0, "lpm": 1, "ternary": 2, "range": 3, "optional": 4, "range_next": 5}
 _ERRORS = {-1: SwitchError, -2: NotFound, -3: api.AlreadyExists, -4: api.ResourceExhausted,
            -5: api.ResourceExhausted, -6: SwitchError}
 MAX_OUTS = 1024
 OUT_BUF = 4 * 1024 * 1024
-DIGEST_ROOM = 64  # SS_MAX_DIGEST_FIELDS: a poll with this much room never drops a digest
-POLL_MS = 100  # how long a poll thread blocks in C before it looks at the stop flag
 
 
 def default_backend() -> str:
@@ -76,8 +75,7 @@ class NativeSwitch(Switch):
     def __init__(self, program: CompiledProgram, cpu_port: int = 64, seed: int | None = None):
         self._sw = None
         self._started = False
-        self._poller: threading.Thread | None = None  # packet-in
-        self._digest_poller: threading.Thread | None = None
+        self._poller: threading.Thread | None = None
         self._stop_poll = threading.Event()
         self._seed = seed if seed is not None else random.SystemRandom().getrandbits(63)
         super().__init__(program, cpu_port=cpu_port, seed=seed)
@@ -142,15 +140,22 @@ class NativeSwitch(Switch):
     def _define(self, m: dict) -> None:
         lib, ffi, sw = self.lib, self.ffi, self._sw
         for i, a in enumerate(m["actions"]):
-            self._check(lib.ss_define_action(sw, i, len(a["params"])), f"action {a['name']}")
+            n_words = sum(len(wide.limb_widths(p["width"])) for p in a["params"])  # wide: its limbs
+            self._check(lib.ss_define_action(sw, i, n_words), f"action {a['name']}")
         for i, t in enumerate(m["tables"]):
-            kinds = ffi.new("uint8_t[]", [_KIND[k["match_kind"]] for k in t["keys"]] or [0])
-            widths = ffi.new("uint16_t[]", [k["width"] for k in t["keys"]] or [0])
-            self._check(lib.ss_define_table(sw, i, len(t["keys"]), kinds, widths, t["size"],
+            # a key wider than 64 bits is its limbs, most significant first, each of the key's kind
+            # (a range's further limbs are SS_MATCH_RANGE_NEXT: compared with the first as one number)
+            limbs = [("range_next" if j and k["match_kind"] == "range" else k["match_kind"], lw)
+                     for k in t["keys"] for j, lw in enumerate(wide.limb_widths(k["width"]))]
+            kinds = ffi.new("uint8_t[]", [_KIND[k] for k, _ in limbs] or [0])
+            widths = ffi.new("uint16_t[]", [lw for _, lw in limbs] or [0])
+            self._check(lib.ss_define_table(sw, i, len(limbs), kinds, widths, t["size"],
                                             int(t["direct_counter"]), t["direct_meter"],
                                             int(t["largest_priority_wins"])), f"table {t['name']}")
         for i, r in enumerate(m["registers"]):
-            self._check(lib.ss_define_register(sw, i, r["width"], r["size"]), f"register {r['name']}")
+            n = len(wide.limb_widths(r["width"]))  # a wide register: n 64-bit cells per index
+            self._check(lib.ss_define_register(sw, i, min(r["width"], 64), r["size"] * n),
+                        f"register {r['name']}")
         for i, c in enumerate(m["counters"]):
             unit = c["unit"].upper()
             self._check(lib.ss_define_counter(sw, i, c["size"], int(unit != "PACKETS"), int(unit != "BYTES")),
@@ -162,7 +167,8 @@ class NativeSwitch(Switch):
             self._check(lib.ss_define_direct_meter(sw, i, int(x["unit"].upper() == "BYTES")),
                         f"direct meter {x['name']}")
         for i, v in enumerate(m.get("value_sets", [])):
-            self._check(lib.ss_define_value_set(sw, i, len(v["keys"]), v["size"]), f"value set {v['name']}")
+            n = sum(len(wide.limb_widths(w)) for w in v["keys"])
+            self._check(lib.ss_define_value_set(sw, i, n, v["size"]), f"value set {v['name']}")
 
     def _check(self, rc: int, what: str) -> None:
         if rc < 0:
@@ -194,23 +200,27 @@ class NativeSwitch(Switch):
         for item, kind, w in zip(norm, t.kinds, t.widths, strict=False):
             full = (1 << w) - 1
             if item is None:  # wildcard
-                vals.append(0)
-                masks.append(full if kind == "range" else 0)
+                v, mk = 0, full if kind == "range" else 0
             elif item[0] == "e":
-                vals.append(item[1])
-                masks.append(full)
+                v, mk = item[1], full
             else:
-                vals.append(item[1])
-                masks.append(item[2])
+                v, mk = item[1], item[2]
+            for lv, lm in wide.split_match(kind, v, mk, w):  # a key wider than 64 bits: its limbs
+                vals.append(lv)
+                masks.append(lm)
         prio = entry.priority if t.needs_priority else 0
         return (self.ffi.new("uint64_t[]", vals or [0]), self.ffi.new("uint64_t[]", masks or [0]), prio)
 
     def _args(self, t: Table, action: str, args: dict[str, int]) -> Any:
-        return self.ffi.new("uint64_t[]", [args[n] for n, _ in t.params[action]] or [0])
+        words = [x for n, w in t.params[action] for x in wide.split(args[n], w)]  # wide: its limbs
+        return self.ffi.new("uint64_t[]", words or [0])
+
+    def _nargs(self, t: Table, action: str) -> int:
+        return sum(len(wide.limb_widths(w)) for _, w in t.params[action])
 
     def _push_default(self, t: Table) -> None:
         no = self._table_no[t.name]
-        n = len(t.params[t.default_action])
+        n = self._nargs(t, t.default_action)
         self._check(self.lib.ss_table_set_default(self._sw, no, self._action_no[t.default_action],
                                                   self._args(t, t.default_action, t.default_args), n),
                     f"the default action of {t.name}")
@@ -224,7 +234,7 @@ class NativeSwitch(Switch):
                 self._check(self.lib.ss_table_add(self._sw, self._table_no[t.name], vals, masks, prio,
                                                   self._action_no[entry.action],
                                                   self._args(t, entry.action, entry.args),
-                                                  len(t.params[entry.action])), f"an entry of {t.name}")
+                                                  self._nargs(t, entry.action)), f"an entry of {t.name}")
             except SwitchError:
                 t.delete(entry) if not entry.is_const else t.entries.pop(t.find(entry).key, None)
                 raise
@@ -237,7 +247,7 @@ class NativeSwitch(Switch):
             self._check(self.lib.ss_table_modify(self._sw, self._table_no[t.name], vals, masks, prio,
                                                  self._action_no[entry.action],
                                                  self._args(t, entry.action, entry.args),
-                                                 len(t.params[entry.action])), f"an entry of {t.name}")
+                                                 self._nargs(t, entry.action)), f"an entry of {t.name}")
 
     def delete_entry(self, entry: api.TableEntry) -> None:
         with self.lock:
@@ -269,7 +279,7 @@ class NativeSwitch(Switch):
                 vals, masks, prio = self._entry_arrays(t, te)
                 self._check(self.lib.ss_table_add(self._sw, self._table_no[t.name], vals, masks, prio,
                                                   self._action_no[e.action], self._args(t, e.action, e.args),
-                                                  len(t.params[e.action])), f"an entry of {t.name}")
+                                                  self._nargs(t, e.action)), f"an entry of {t.name}")
 
     def _direct_counter(self, entry: api.TableEntry, write: tuple[int, int] | None) -> tuple[int, int]:
         t = self._table(entry.table)
@@ -303,17 +313,24 @@ class NativeSwitch(Switch):
 
     def register_read(self, name: str, index: int) -> int:
         with self.lock:
-            no, _ = self._lookup(self._reg, "register", name, index)
+            no, rec = self._lookup(self._reg, "register", name, index)
             v = self.ffi.new("uint64_t *")
-            self._check(self.lib.ss_register_get(self._sw, no, index, v), f"register {name}")
-            return int(v[0])
+            n = len(wide.limb_widths(rec["width"]))  # a wide register: n cells per index
+            limbs = []
+            for i in range(n):
+                self._check(self.lib.ss_register_get(self._sw, no, index * n + i, v), f"register {name}")
+                limbs.append(int(v[0]))
+            return wide.join(limbs, rec["width"])
 
     def register_write(self, name: str, index: int, value: int) -> None:
         with self.lock:
             no, rec = self._lookup(self._reg, "register", name, index)
             if value < 0 or value >> rec["width"]:
                 raise SwitchError(f"value {value} does not fit in register {name} ({rec['width']} bits)")
-            self._check(self.lib.ss_register_set(self._sw, no, index, value), f"register {name}")
+            limbs = wide.split(value, rec["width"])
+            for i, x in enumerate(limbs):
+                self._check(self.lib.ss_register_set(self._sw, no, index * len(limbs) + i, x),
+                            f"register {name}")
 
     def counter_read(self, name: str, index: int) -> tuple[int, int]:
         with self.lock:
@@ -422,24 +439,25 @@ class NativeSwitch(Switch):
             total += w
         return acc.to_bytes(total // 8, "big")
 
-    def _drain_digests(self, timeout_ms: int, stop: threading.Event | None = None) -> None:
-        """Deliver the queued digests to the handlers: wait up to timeout_ms for the first, then
-        take what is there. Stops when a handler closed the switch, or set `stop`."""
-        sw = self._sw
-        if not self._digests or sw is None:
+    def _drain_digests(self, timeout_ms: int) -> None:
+        if not self._digests or self._sw is None:
             return
-        num, nf = self.ffi.new("uint32_t *"), self.ffi.new("uint32_t *")
-        fields = self.ffi.new("uint64_t[]", DIGEST_ROOM)
+        num = self.ffi.new("uint32_t *")
+        fields = self.ffi.new("uint64_t[]", 64)
         while True:
-            n = self.lib.ss_digest_poll(sw, num, fields, DIGEST_ROOM, nf, timeout_ms)
-            if n <= 0:  # timeout, or the switch is being freed (SS_EIO)
+            n = self.lib.ss_digest_poll(self._sw, num, fields, 64, timeout_ms)
+            if n <= 0:
                 return
             d = self._digests[num[0]]
-            data = {name: int(fields[i]) for i, (name, _w) in enumerate(d["fields"][:nf[0]])}
+            data, i = {}, 0
+            for name, w in d["fields"]:  # a field wider than 64 bits comes as its limbs
+                k = len(wide.limb_widths(w))
+                if i + k > n:
+                    break
+                data[name] = wide.join([int(fields[i + j]) for j in range(k)], w)
+                i += k
             for h in self._digest_handlers:
                 h(d["name"], [data])
-            if self._sw is not sw or (stop is not None and stop.is_set()):
-                return  # a handler closed or stopped the switch: do not touch it again
             timeout_ms = 0
 
     # ------------------------------------------------------------------ the C data path
@@ -466,43 +484,31 @@ class NativeSwitch(Switch):
         self._stop_poll.clear()
         self._poller = threading.Thread(target=self._poll_loop, name="native-packet-in", daemon=True)
         self._poller.start()
-        # digests get their own thread: a digest is delivered when it is made, not when the
-        # packet-in poll next times out
-        self._digest_poller = None
-        if self._digests:
-            self._digest_poller = threading.Thread(target=self._digest_loop, name="native-digests",
-                                                   daemon=True)
-            self._digest_poller.start()
 
     def _poll_loop(self) -> None:
-        buf = self.ffi.new("uint8_t[]", 65536)  # >= SS_MAX_FRAME: no frame is too big for it
-        sw = self._sw
+        buf = self.ffi.new("uint8_t[]", 65536)
         while not self._stop_poll.is_set():
-            n = self.lib.ss_packet_in_poll(sw, buf, 65536, POLL_MS)
+            n = self.lib.ss_packet_in_poll(self._sw, buf, 65536, 100)
             if n > 0:
                 frame = bytes(self.ffi.buffer(buf, n))
                 if self._pkt_in is not None and self._packet_in_handlers:
                     self._deliver_packet_in(frame)
-            elif n < 0:  # the switch is being freed
+            if self._stop_poll.is_set():  # a handler may have stopped or closed the switch
                 break
-
-    def _digest_loop(self) -> None:
-        while not self._stop_poll.is_set() and self._sw is not None:
-            self._drain_digests(POLL_MS, self._stop_poll)
+            self._drain_digests(0 if n > 0 else 1)
 
     def stop(self) -> None:
         if self._started and self._sw is not None:
             self._stop_poll.set()
-            # The pollers call into the C switch without self.lock: they must be gone before the
-            # switch can be freed (close, load).  A handler running in a poller may itself call
-            # stop()/close(): then that poller leaves its loop when the handler returns.
-            for poller in (self._poller, self._digest_poller):
-                if poller is not None and poller is not threading.current_thread():
-                    poller.join(timeout=2)
-                    if poller.is_alive():
-                        log.warning("waiting for a packet-in/digest handler to return before stopping the "
-                                    "switch")
-                        poller.join()
+            poller = self._poller
+            # The poller calls into the C switch without self.lock: it must be gone before the
+            # switch can be freed (close, load).  A handler running in the poller may itself call
+            # stop()/close(): then the poller leaves its loop when the handler returns.
+            if poller is not None and poller is not threading.current_thread():
+                poller.join(timeout=2)
+                if poller.is_alive():
+                    log.warning("waiting for a packet-in/digest handler to return before stopping the switch")
+                    poller.join()
             self.lib.ss_stop(self._sw)
             self._started = False
 
@@ -511,7 +517,7 @@ class NativeSwitch(Switch):
         with self.lock:  # not while close() frees the switch
             self._check(self.lib.ss_get_stats(self._sw, s), "stats")
         names = ("packets", "passes", "outputs", "pipeline_drops", "assert_drops", "parser_errors",
-                 "too_long", "pktin_dropped", "digest_dropped")
+                 "too_long")
         return {k: int(getattr(s, k)) for k in names}
 
     def port_stats(self, port: int) -> dict[str, int]:

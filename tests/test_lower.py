@@ -68,7 +68,12 @@ CASES = {
     "wide": (PLAIN_PARSER, """
 control Ing(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
     apply { hdr.h.w = hdr.h.w + 1; }
-}""", ir.BinOp, "bit<128> values"),
+}""", ir.BinOp, None),
+    "wide_range_key": (PLAIN_PARSER, """
+control Ing(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    table t { key = { hdr.h.w: range; } actions = { NoAction; } }
+    apply { t.apply(); }
+}""", ir.TableApply, None),
     "sub_parser": ("""
 parser Sub(packet_in pkt, inout headers_t hdr, inout bit<8> n) {
     state start { pkt.extract(hdr.u.x); n = hdr.u.x.x; transition accept; }
@@ -103,7 +108,7 @@ control Ing(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_construct_lowers_and_c_refuses_only_its_limits(name: str, tmp_path: Path) -> None:
     parser, ingress, node, refused = CASES[name]
-    head = HEAD.replace("bit<W>", "bit<128>" if name == "wide" else "bit<8>")
+    head = HEAD.replace("bit<W>", "bit<128>" if name.startswith("wide") else "bit<8>")
     src = tmp_path / f"{name}.p4"
     src.write_text(head + parser + ingress + TAIL)
     cp = compile_file(str(src))

@@ -20,11 +20,12 @@ from softswitch.native import sanitizer_runtime
 ROOT = Path(__file__).resolve().parent.parent
 CHILD_TESTS = ["tests/test_stf_corpus.py", "tests/test_innet_stf.py", "tests/test_native_differential.py",
                "tests/test_native_robustness.py", "tests/test_native_lifecycle.py",
+               "tests/test_wide_differential.py",
                # `python -m softswitch` processes (sanitized too: they inherit the environment) whose
                # C data path forwards pings and emulates links over veth pairs
                "tests/test_softswitch_netns.py", "tests/test_softswitch_netem.py"]
 # the native cases of the files above, and the namespace tests that start a switch process
-CHILD_SELECT = ("native or backends_agree or garbage or device_config or warm_load or handler or "
+CHILD_SELECT = ("native or backends_agree or wide or garbage or device_config or warm_load or handler or "
                 "pings_cross or bad_requests or each_direction or saturating_burst or given_share")
 
 

@@ -4,6 +4,7 @@ The lowering (p4compiler.lower) expresses every construct the Python reference r
 of the C representation live here (sub-parsers and `return` in parser states are emitted inline,
 c_backend.emit.CEmitter.s_SubParser), each refusal a `NativeUnsupported` located at the statement
 (or type declaration) that needs it, so the switch falls back to the Python back end.
+Values wider than 64 bits compile (c_backend.wide); `_check_wide` lists where they cannot go yet.
 """
 
 from __future__ import annotations
@@ -11,9 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 from p4compiler import ir
+from p4compiler.c_backend.wide import is_wide
 from p4compiler.lower import STD_META_FIELDS, NativeUnsupported
 
-MAX_WIDTH = 64  # widest bit<W> a scalar carries (uint64_t)
+# values wider than 64 bits are c_backend.wide's; these extern operands must still be narrow
+# (register values, digest fields and log_msg arguments may be wide)
+_WIDE_OK = {"register_read": ("dest",), "register_write": (1,), "digest": "all", "log_msg": "all"}
 
 
 def _refuse(what: str, loc: Any) -> NativeUnsupported:
@@ -25,8 +29,6 @@ def _refuse(what: str, loc: Any) -> NativeUnsupported:
 
 def _check_type(t: ir.Type, loc: Any, seen: set[int]) -> None:
     if isinstance(t, ir.Bits):
-        if t.width > MAX_WIDTH:
-            raise _refuse(f"bit<{t.width}> values (wider than 64 bits)", loc)
         if t.width == 0:
             raise _refuse("bit<0> values", loc)
     elif isinstance(t, (ir.Header, ir.Struct, ir.Union_)):
@@ -39,9 +41,28 @@ def _check_type(t: ir.Type, loc: Any, seen: set[int]) -> None:
         _check_type(t.element, t.loc or loc, seen)
 
 
+def _check_wide(n: Any, loc: Any) -> None:
+    """The places a value wider than 64 bits cannot go yet."""
+    if isinstance(n, ir.ExternCall):
+        ok = _WIDE_OK.get(n.kind, ())
+        if ok != "all":
+            if n.dest is not None and is_wide(n.dest.type) and "dest" not in ok:
+                raise _refuse(f"{n.kind} results wider than 64 bits", loc)
+            for i, a in enumerate(n.args):
+                if is_wide(a.type) and i not in ok:
+                    raise _refuse(f"{n.kind} operands wider than 64 bits", loc)
+    elif isinstance(n, ir.Index) and is_wide(n.index.type):
+        raise _refuse("stack indexes wider than 64 bits", loc)
+    elif isinstance(n, ir.Advance) and is_wide(n.bits.type):
+        raise _refuse("advance by an amount wider than 64 bits", loc)
+    elif isinstance(n, ir.Extract) and n.varbit_bits is not None and is_wide(n.varbit_bits.type):
+        raise _refuse("a varbit length wider than 64 bits", loc)
+
+
 def _visit(n: Any, loc: Any, in_parser: bool, seen: set[int]) -> None:
     """Check one IR node and everything under it; `loc` is the nearest statement's location."""
     loc = getattr(n, "loc", None) or loc
+    _check_wide(n, loc)
     if in_parser and isinstance(n, ir.Exit):
         raise _refuse("exit in a parser", loc)
     if isinstance(n, ir.Assign) and isinstance(n.rhs.type, ir.Varbit):

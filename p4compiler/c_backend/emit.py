@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from p4compiler import ir
+from p4compiler.c_backend import wide
 from p4compiler.lower import NativeUnsupported
 
 PRELUDE = r"""
@@ -128,6 +129,8 @@ def _cstr(s: str) -> str:
 
 
 def ctype(t: ir.Type) -> str:
+    if wide.is_wide(t):
+        return wide.ctype(t)  # type: ignore[arg-type]
     if isinstance(t, (ir.Bits, ir.Bool)):
         return "uint64_t"
     if isinstance(t, (ir.Header, ir.Struct, ir.Union_, ir.Stack)):
@@ -170,6 +173,7 @@ class CEmitter:
         self.zero_objs: set[str] = set()
         self.sink_objs: set[str] = set()
         self.err = {n: i for i, n in enumerate(prog.errors)}
+        self.wide = wide.Wide(self)  # values wider than 64 bits (c_backend.wide)
 
     # ------------------------------------------------------------------ entry
     def run(self) -> str:
@@ -209,6 +213,8 @@ class CEmitter:
             f".n_errors = {len(p.errors)}, .error_names = ss_error_names,"
         )
         out.append("};")
+        if self.wide.used:  # the wide types' struct and helpers, before the first declaration
+            out.insert(1, self.wide.prelude())
         return "\n".join(out) + "\n"
 
     def type_decls(self) -> list[str]:
@@ -221,7 +227,7 @@ class CEmitter:
                         fields.append(f"    uint8_t f_{n}[{(ft.max_width + 7) // 8 or 1}];")
                         fields.append(f"    uint32_t f_{n}_bits;")
                     else:
-                        fields.append(f"    uint64_t f_{n};")
+                        fields.append(f"    {ctype(ft)} f_{n};")
             elif isinstance(t, (ir.Struct, ir.Union_)):
                 fields = [f"    {ctype(ft)} f_{n};" for n, ft in t.fields] or ["    uint8_t unused_;"]
             elif isinstance(t, ir.Stack):
@@ -247,6 +253,8 @@ class CEmitter:
 
     # ------------------------------------------------------------------ expressions
     def x(self, e: ir.Expr) -> str:
+        if self.wide.used and self.wide.handles(e):
+            return self.wide.x(e)
         m = getattr(self, "x_" + type(e).__name__)
         return m(e)
 
@@ -431,7 +439,7 @@ class CEmitter:
 
     def s_Declare(self, st: ir.Declare, lvl: int) -> None:
         n = self.x(st.var)
-        if isinstance(st.var.type, (ir.Bits, ir.Bool)):
+        if isinstance(st.var.type, (ir.Bits, ir.Bool)) and not wide.is_wide(st.var.type):
             self.line(f"{n} = {self.x(st.init) if st.init is not None else '0'};", lvl)
             return
         self.line(f"memset(&{n}, 0, sizeof {n});", lvl)
@@ -442,6 +450,8 @@ class CEmitter:
         self.line(f"{self.lv(st.lhs)} = {self.x(st.rhs)};", lvl)
 
     def s_AssignSlice(self, st: ir.AssignSlice, lvl: int) -> None:
+        if wide.is_wide(st.lhs.type):
+            return self.wide.assign_slice(st, lvl)
         w = st.lhs.type.width  # type: ignore[attr-defined]
         m = _mask(st.hi - st.lo + 1)
         keep = _mask(w) ^ (m << st.lo)
@@ -460,6 +470,8 @@ class CEmitter:
         self.line("}", lvl)
 
     def s_Switch(self, st: ir.Switch, lvl: int) -> None:
+        if wide.is_wide(st.expr.type):
+            return self.wide.switch(st, lvl)
         self.line(f"switch ({self.x(st.expr)}) {{", lvl)
         for case in st.cases:
             if not case.values:
@@ -519,9 +531,10 @@ class CEmitter:
 
     def s_TableApply(self, st: ir.TableApply, lvl: int) -> None:
         k, a, r, h = self.fn.tmp("k"), self.fn.tmp("act"), self.fn.tmp("args"), self.fn.tmp("hit")
-        keys = ", ".join(self.x(x) for x in st.keys) or "0"
+        kws = [w for x in st.keys for w in self.wide.limbs(x)]  # a wide key: its limbs
+        keys = ", ".join(kws) or "0"
         self.line("{", lvl)
-        self.line(f"    uint64_t {k}[{max(len(st.keys), 1)}] = {{{keys}}};", lvl)
+        self.line(f"    uint64_t {k}[{max(len(kws), 1)}] = {{{keys}}};", lvl)
         self.line(f"    uint32_t {a} = 0; const uint64_t *{r} = 0;", lvl)
         self.line(f"    int {h} = ss_table_apply(c, {st.table}, {k}, &{a}, &{r});", lvl)
         self.line(f"    (void){h}; (void){r};", lvl)
@@ -532,9 +545,15 @@ class CEmitter:
         self.line(f"    switch ({a}) {{", lvl)
         for case in st.cases:
             self.line(f"    case {case.action}: {{", lvl)
-            for i, pv in enumerate(case.params):
+            i = 0  # the argument's first word (a wide parameter takes its limbs)
+            for pv in case.params:
                 t = pv.type
+                if wide.is_wide(t):
+                    self.line(f"{self.x(pv)} = {self.wide.from_args(r, i, t)};", lvl + 2)  # type: ignore
+                    i += wide.nlimbs(t.width)  # type: ignore[attr-defined]
+                    continue
                 val = f"{r}[{i}]"
+                i += 1
                 if isinstance(t, ir.Bool):
                     val = f"({val} != 0)"
                 elif isinstance(t, ir.Bits) and t.width < 64:
@@ -555,7 +574,9 @@ class CEmitter:
             raise NativeUnsupported("the native backend does not support hash inputs over 8192 bits yet")
         self.line(f"ss_bits {b}; {b}.nbits = 0; memset({b}.buf, 0, {(maxbits + 7) // 8 or 1});", lvl)
         for it in items:
-            if it.width >= 0:
+            if it.width > wide.LIMB:
+                put = self.wide.bits_put(b, it)
+            elif it.width >= 0:
                 put = f"ss_bits_put(&{b}, {self.x(it.expr)}, {it.width});"
             else:
                 assert isinstance(it.expr, ir.Member)
@@ -571,7 +592,11 @@ class CEmitter:
         k = st.kind
         args = [self.x(a) for a in st.args]
         dest = self.lv(st.dest) if st.dest is not None else ""
-        if k == "register_read":
+        if k == "register_read" and wide.is_wide(st.dest.type):  # type: ignore[union-attr]
+            self.line(f"{dest} = {ctype(st.dest.type)}_regread(c, {st.obj}, {args[0]});", lvl)  # type: ignore
+        elif k == "register_write" and wide.is_wide(st.args[1].type):
+            self.line(f"{ctype(st.args[1].type)}_regwrite(c, {st.obj}, {args[0]}, {args[1]});", lvl)
+        elif k == "register_read":
             self.line(f"{dest} = ss_register_read(c, {st.obj}, {args[0]});", lvl)
         elif k == "register_write":
             self.line(f"ss_register_write(c, {st.obj}, {args[0]}, {args[1]});", lvl)
@@ -595,6 +620,7 @@ class CEmitter:
         elif k == "random":
             self.line(f"{dest} = ss_random(c, {args[0]}, {args[1]});", lvl)
         elif k == "digest":
+            args = [w for a in st.args for w in self.wide.limbs(a)]  # a wide field: its limbs
             f = self.fn.tmp("dg")
             self.line(
                 f"{{ uint64_t {f}[{max(len(args), 1)}] = {{{', '.join(args) or '0'}}}; "
@@ -610,6 +636,7 @@ class CEmitter:
         elif k == "assert":
             self.line(f"if (!({args[0]})) ss_assert_failed(c, {_cstr(st.text)});", lvl)
         elif k == "log_msg":
+            args = [self.wide.limbs(a)[-1] for a in st.args]  # a wide value: its low 64 bits
             f = self.fn.tmp("lg")
             self.line(
                 f"{{ uint64_t {f}[{max(len(args), 1)}] = {{{', '.join(args) or '0'}}}; "
@@ -633,7 +660,9 @@ class CEmitter:
         bit = 0
         for n, ft in t.fields:
             w = ir.wire_width(ft)
-            if bit % 8 == 0 and w % 8 == 0:
+            if w > wide.LIMB:
+                self.line(self.wide.load(f"{h}.f_{n}", p, bit, w), lvl)
+            elif bit % 8 == 0 and w % 8 == 0:
                 self.line(f"{h}.f_{n} = ss__ld({p} + {bit // 8}, {w // 8});", lvl)
             else:
                 self.line(f"{h}.f_{n} = ss__getbits({p}, {bit}, {w});", lvl)
@@ -687,7 +716,10 @@ class CEmitter:
                 off = f"{off} + vb_"
             else:
                 w = ir.wire_width(ft)
-                self.line(f"{h}.f_{name} = ss__getbits(p_, {off}, {w});", lvl)
+                if w > wide.LIMB:
+                    self.line(self.wide.load(f"{h}.f_{name}", "p_", off, w), lvl)
+                else:
+                    self.line(f"{h}.f_{name} = ss__getbits(p_, {off}, {w});", lvl)
                 off = f"{off} + {w}"
         self.line(f"c->off += (uint32_t)((vb_ + {fixed}) / 8);", lvl)
 
@@ -741,7 +773,9 @@ class CEmitter:
                 bit = f"{bit} + {h}.f_{n}_bits"
                 continue
             w = ir.wire_width(ft)
-            if isinstance(bit, int) and bit % 8 == 0 and w % 8 == 0:
+            if w > wide.LIMB:
+                self.line(self.wide.store("o_", bit, w, f"{h}.f_{n}"), lvl)
+            elif isinstance(bit, int) and bit % 8 == 0 and w % 8 == 0:
                 self.line(f"ss__st(o_ + {bit // 8}, {w // 8}, {h}.f_{n});", lvl)
             else:
                 self.line(f"ss__putbits(o_, {bit}, {w}, {h}.f_{n});", lvl)
@@ -830,21 +864,27 @@ class CEmitter:
         self.line("{", lvl)
         for k in tr.keys:
             n = self.fn.tmp("sel")
-            self.line(f"uint64_t {n} = {self.x(k)};", lvl + 1)
+            self.line(f"{ctype(k.type)} {n} = {self.x(k)};", lvl + 1)
             kv.append(n)
+        kt = [k.type for k in tr.keys]
         for case in tr.cases:
             go = self.target(case.target, refs)
             if case.value_set >= 0:
                 arr = self.fn.tmp("vs")
+                words = [w for v, t in zip(kv, kt, strict=True) for w in self.wide.limbs_of(v, t)]
                 self.line(
-                    f"{{ uint64_t {arr}[] = {{{', '.join(kv)}}}; "
+                    f"{{ uint64_t {arr}[] = {{{', '.join(words)}}}; "
                     f"if (ss_value_set_match(c, {case.value_set}, {arr})) {go} }}",
                     lvl + 1,
                 )
                 continue
             conds = []
-            for v, ks in zip(kv, case.keysets, strict=False):
-                if isinstance(ks, ir.KsValue):
+            for v, ks, t in zip(kv, case.keysets, kt, strict=False):
+                if wide.is_wide(t):
+                    cond = self.wide.keyset_cond(v, ks, t)  # type: ignore[arg-type]
+                    if cond is not None:
+                        conds.append(cond)
+                elif isinstance(ks, ir.KsValue):
                     conds.append(f"{v} == {_u(ks.value)}")
                 elif isinstance(ks, ir.KsMask):
                     conds.append(f"({v} & {_u(ks.mask)}) == {_u(ks.value)}")

@@ -1,11 +1,15 @@
 """The Python back end: compile a P4-16 v1model program into Python code the software switch runs per packet.
 
-Today this package is also the front end's type checker (it checks as it generates); the
-native back end (p4compiler.ir / p4compiler.c_backend) lowers from the same AST and reuses its
-type resolution.
+This package is also the front end's type checker: codegen/blocks/calls/stmts check the program
+and collect its control-plane view (ProgramInfo, TableSpec, ExternSpec) while they write Python
+text from the syntax tree. That text is no longer what runs by default: `emit.py` writes the
+Python from the lowered IR (p4compiler.lower -> p4compiler.ir), the form the C back end also
+consumes, so a fix in the front end or the lowering reaches both back ends. INNET_PY_EMITTER=ast
+(or `emitter="ast"`) still runs the type checker's own text.
 
     program = compile_file("prog.p4")
     program.info          # ProgramInfo: tables, actions, registers, ... (control-plane view)
+    program.ir            # the lowered program (p4compiler.ir.Program)
     # the software switch (softswitch.runtime.instantiate) runs program.code against its runtime
 """
 
@@ -50,7 +54,7 @@ class CompiledProgram:
 def compile_file(path: str, include_dirs: Sequence[str] = (), defines: Mapping[str, str] | None = None,
                  emitter: str | None = None) -> CompiledProgram:
     """Preprocess, parse and compile a P4-16 file for the v1model architecture. `emitter` picks
-    who writes the Python the switch runs: "ast" or "ir" (default: $INNET_PY_EMITTER, else ast)."""
+    who writes the Python the switch runs: "ir" or "ast" (default: $INNET_PY_EMITTER, else ir)."""
     import os
 
     from p4compiler.preprocess import preprocess

@@ -1,8 +1,8 @@
 """IR -> Python: the Python back end's emitter over `p4compiler.ir` (the counterpart of
 `c_backend.emit`), so that a fix in the front end or the lowering reaches both back ends.
 
-    cp = compile_file("prog.p4", emitter="ir")   # or INNET_PY_EMITTER=ir
-    cp.source                                   # the Python this module wrote
+    cp = compile_file("prog.p4")        # emitter="ir" is the default ($INNET_PY_EMITTER=ast: the old one)
+    cp.source                          # the Python this module wrote
 
 The module it writes defines one class per header/struct/union type and the per-header
 extract/emit functions at module level, and `__build(RT)`, which binds the program's stateful
@@ -35,8 +35,9 @@ EMITTERS = ("ast", "ir")
 
 
 def default_emitter() -> str:
-    """$INNET_PY_EMITTER (ast: Python written by the type checker; ir: by this module), else ast."""
-    e = os.environ.get("INNET_PY_EMITTER", "ast").strip().lower() or "ast"
+    """$INNET_PY_EMITTER (ir: Python written by this module from the IR; ast: by the type checker
+    as it checks, the former reference), else ir."""
+    e = os.environ.get("INNET_PY_EMITTER", "ir").strip().lower() or "ir"
     if e not in EMITTERS:
         raise P4Error(f"INNET_PY_EMITTER={e!r}: choose one of {', '.join(EMITTERS)}")
     return e
@@ -577,14 +578,14 @@ class PyEmitter:
                 self.line(head, lvl)
                 inner = lvl + 1
             n0 = len(self.lines)
-            for j, pv in enumerate(case.params):
+            if case.params:  # unpacked at once; bool and int<W> parameters converted after
+                self.line(f"{''.join(pv.name + ', ' for pv in case.params)}= {args}", inner)
+            for pv in case.params:
                 t = pv.type
-                val = f"{args}[{j}]"
                 if isinstance(t, ir.Bool):
-                    val = f"({val} != 0)"
+                    self.line(f"{pv.name} = {pv.name} != 0", inner)
                 elif isinstance(t, ir.Bits) and t.signed:
-                    val = f"_sext({val}, {t.width})"
-                self.line(f"{pv.name} = {val}", inner)
+                    self.line(f"{pv.name} = _sext({pv.name}, {t.width})", inner)
             if case.body:
                 self.block(case.body, inner)
             elif len(self.lines) == n0 and inner != lvl:
@@ -709,7 +710,8 @@ class PyEmitter:
             else:
                 inner = lvl + 1
             ends = any(isinstance(s, (ir.Exit, ir.ParserError, ir.ParserAccept)) for s in st.body)
-            self.block(st.body, inner)
+            if st.body or ends:
+                self.block(st.body, inner)
             if not ends:
                 self.transition(st.transition, inner)
 

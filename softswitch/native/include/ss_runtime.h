@@ -7,8 +7,11 @@
  *
  * Values: every bit<W>/int<W> with W <= 64 travels as uint64_t holding the value reduced to
  * W bits (two's complement for int<W>, i.e. masked, never sign-extended at rest).  bool is
- * uint8_t 0/1.  Wider values are the generated code's business (byte arrays); they never
- * cross this interface except as table keys/params (big-endian bytes, see SS_KEY_*).
+ * uint8_t 0/1.  Wider values are the generated code's business (structs of 64-bit limbs,
+ * p4compiler/c_backend/wide.py); they cross this interface as their limbs, most significant
+ * first, each one uint64_t: a wide table key or value-set key is that many key fields of its
+ * match kind (an lpm prefix split over them), a wide action parameter or digest field that many
+ * values, a wide register that many cells per index (defined 64 bits wide).
  *
  * Objects (tables, actions, registers, counters, meters, direct meters, value sets, digests,
  * errors) are numbered by the C emitter, which writes the numbering into a manifest next to
@@ -32,8 +35,6 @@
 #define SS_OUT_HEADROOM 4096u   /* deparser may emit this much more than it parsed */
 #define SS_DROP_PORT 511u
 #define SS_MAX_PASSES 16u       /* resubmit/recirculate passes per packet */
-#define SS_MAX_DIGEST_FIELDS 64u /* fields per digest; a digest poll with room for this many
-                                  * never fails for want of room */
 
 /* instance_type values of bmv2's simple_switch */
 enum { SS_NORMAL = 0, SS_I2E_CLONE = 1, SS_E2E_CLONE = 2, SS_RECIRC = 4, SS_REPLICATION = 5,
@@ -107,8 +108,8 @@ typedef struct ss_program {
 extern const ss_program ss_program_desc;
 
 /* ------------------------------------------------------------------ calls the generated code makes
- * Table apply: keys are n_keys uint64_t (key fields up to 64 bits; the C emitter refuses wider
- * keys for now, so such programs run on the Python backend).  On return *action is the
+ * Table apply: keys are n_keys uint64_t (key fields up to 64 bits; a wider P4 key is passed
+ * as its limbs, see Values above).  On return *action is the
  * action number (manifest numbering) of the hit entry or of the default action, and
  * *args points at its parameters (uint64_t each, in declaration order), valid for this pass.
  * Direct counters of the hit entry are counted and direct meters executed here (the colour
@@ -167,7 +168,11 @@ void ss_truncate(ss_ctx *c, uint32_t length);
 enum { SS_OK = 0, SS_EINVAL = -1, SS_ENOENT = -2, SS_EEXIST = -3, SS_ENOSPC = -4, SS_ENOMEM = -5,
        SS_EIO = -6 };
 
-enum { SS_MATCH_EXACT = 0, SS_MATCH_LPM, SS_MATCH_TERNARY, SS_MATCH_RANGE, SS_MATCH_OPTIONAL };
+/* SS_MATCH_RANGE_NEXT: this key field continues the range field before it: a range key wider
+ * than 64 bits passed as its limbs, most significant first (the RANGE field, then one RANGE_NEXT
+ * per further limb); low and high compare as one number over the group. */
+enum { SS_MATCH_EXACT = 0, SS_MATCH_LPM, SS_MATCH_TERNARY, SS_MATCH_RANGE, SS_MATCH_OPTIONAL,
+       SS_MATCH_RANGE_NEXT };
 
 struct ss_switch *ss_switch_new(uint32_t cpu_port, uint64_t seed);
 void ss_switch_free(struct ss_switch *sw);
@@ -260,22 +265,14 @@ int ss_start(struct ss_switch *sw);
 int ss_stop(struct ss_switch *sw);
 
 /* Packets the pipeline sent to the CPU port, and packet-out from the controller.  poll calls
- * block up to timeout_ms (< 0: no limit; the GIL is released by cffi).  ss_switch_free wakes
- * polls that are blocked (they return SS_EIO and touch the switch no more) and waits for them;
- * a poll must not start once the free has begun.
- * A queued item that does not fit the caller's room is dropped, not left at the head of the
- * queue (where it would stop every later poll): the poll returns SS_ENOSPC with the item's size
- * in ss_last_error, and ss_stats.pktin_dropped / digest_dropped count it, as they count items
- * refused because the queue was full.  Room for SS_MAX_FRAME bytes (packet-in) or
- * SS_MAX_DIGEST_FIELDS fields (digests) never drops one.
- * ss_packet_in_poll returns the frame length (frames are never empty), 0 on timeout, < 0 on
- * error. */
+ * block up to timeout_ms (the GIL is released by cffi) and return the frame length, 0 on
+ * timeout, < 0 on error.  ss_switch_free wakes polls that are blocked (they return SS_EIO and
+ * touch the switch no more) and waits for them; a poll must not start once the free has begun. */
 int ss_packet_in_poll(struct ss_switch *sw, uint8_t *buf, uint32_t cap, int timeout_ms);
 int ss_packet_out(struct ss_switch *sw, const uint8_t *data, uint32_t len);
-/* digests: returns 1 with *digest the digest number and *n_fields values in fields (a digest
- * may have none), 0 on timeout, < 0 on error */
+/* digests: *digest gets the digest number, fields the values (n_fields of them) */
 int ss_digest_poll(struct ss_switch *sw, uint32_t *digest, uint64_t *fields, uint32_t max_fields,
-                   uint32_t *n_fields, int timeout_ms);
+                   int timeout_ms);
 
 typedef struct ss_port_stats {
     uint64_t rx_packets, rx_bytes, tx_packets, tx_bytes;
@@ -285,7 +282,6 @@ typedef struct ss_port_stats {
 } ss_port_stats;
 typedef struct ss_stats {
     uint64_t packets, passes, outputs, pipeline_drops, assert_drops, parser_errors, too_long;
-    uint64_t pktin_dropped, digest_dropped;  /* queue full, or too big for the poll's room */
 } ss_stats;
 int ss_get_stats(struct ss_switch *sw, ss_stats *stats);
 int ss_get_port_stats(struct ss_switch *sw, uint32_t port, ss_port_stats *stats);

@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #define SS_MAX_KEYS 64u          /* key fields per table / value set */
+#define SS_MAX_DIGEST_FIELDS 64u
 #define SS_MAX_GROUP 65536u      /* multicast group ids and clone session ids are < this */
 #define SS_E2E_SLOTS 8u          /* pending E2E clone snapshots per ingress pass */
 #define SS_MAX_E2E 1024u         /* E2E clone events per input packet (clone-of-clone loops) */
@@ -51,6 +52,8 @@ typedef struct ss_table {
     uint32_t n_keys, size, mode, lpm_index;
     uint8_t kinds[SS_MAX_KEYS];
     uint16_t widths[SS_MAX_KEYS];
+    uint8_t range_len[SS_MAX_KEYS]; /* a RANGE field: its limbs (1 + the RANGE_NEXT after it) */
+    int wide_range;          /* some range field has more than one limb (scan compares groups) */
     int has_direct_counter, largest_priority_wins, needs_priority;
     int32_t direct_meter;
     uint32_t count;

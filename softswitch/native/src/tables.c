@@ -163,12 +163,17 @@ int ss_define_table(struct ss_switch *sw, uint32_t table, uint32_t n_keys, const
     }
     uint32_t n_lpm = 0, n_other = 0;
     for (uint32_t i = 0; i < n_keys; i++) {
-        if (kinds[i] > SS_MATCH_OPTIONAL) {
+        if (kinds[i] > SS_MATCH_RANGE_NEXT) {
             rc = ss__error(sw, SS_EINVAL, "table %u: key %u has unknown match kind %u", table, i, kinds[i]);
             goto out;
         }
         if (widths[i] < 1 || widths[i] > 64) {
             rc = ss__error(sw, SS_EINVAL, "table %u: key %u width %u not in 1..64", table, i, widths[i]);
+            goto out;
+        }
+        if (kinds[i] == SS_MATCH_RANGE_NEXT && (i == 0 || (kinds[i - 1] != SS_MATCH_RANGE &&
+                                                           kinds[i - 1] != SS_MATCH_RANGE_NEXT))) {
+            rc = ss__error(sw, SS_EINVAL, "table %u: key %u continues no range key", table, i);
             goto out;
         }
         if (kinds[i] == SS_MATCH_LPM) n_lpm++;
@@ -193,6 +198,12 @@ int ss_define_table(struct ss_switch *sw, uint32_t table, uint32_t n_keys, const
         t->kinds[i] = kinds[i];
         t->widths[i] = widths[i];
         if (kinds[i] == SS_MATCH_LPM) t->lpm_index = i;
+        if (kinds[i] == SS_MATCH_RANGE) {
+            uint32_t g = 1;
+            while (i + g < n_keys && kinds[i + g] == SS_MATCH_RANGE_NEXT) g++;
+            t->range_len[i] = (uint8_t)g;
+            if (g > 1) t->wide_range = 1;
+        }
     }
     t->has_direct_counter = has_direct_counter != 0;
     t->direct_meter = direct_meter;
@@ -266,6 +277,28 @@ static int normalize(struct ss_switch *sw, uint32_t table, const ss_table *t, co
     uint32_t plen_total = 0;
     k->idlen = 0;
     for (uint32_t i = 0; i < n; i++) {
+        if (t->kinds[i] == SS_MATCH_RANGE && t->range_len[i] > 1) {
+            /* a range over several limbs: low and high compare as numbers, most significant first */
+            uint32_t g = t->range_len[i];
+            int cmp = 0;
+            for (uint32_t j = 0; j < g; j++) {
+                uint64_t full = full_mask(t->widths[i + j]);
+                if ((values[i + j] & ~full) || (masks[i + j] & ~full))
+                    return ss__error(sw, SS_EINVAL, "table %u: range of key %u does not fit its width", table, i);
+                if (!cmp && values[i + j] != masks[i + j]) cmp = values[i + j] < masks[i + j] ? -1 : 1;
+            }
+            if (cmp > 0) return ss__error(sw, SS_EINVAL, "table %u: range of key %u has low > high", table, i);
+            for (uint32_t j = 0; j < g; j++) {
+                k->v[i + j] = 0;
+                k->m[i + j] = 0;
+                k->lo[i + j] = values[i + j];
+                k->hi[i + j] = masks[i + j];
+                k->id[k->idlen++] = values[i + j];
+                k->id[k->idlen++] = masks[i + j];
+            }
+            i += g - 1;
+            continue;
+        }
         uint32_t w = t->widths[i];
         uint64_t full = full_mask(w), v = values[i], mk = masks ? masks[i] : 0;
         if (v & ~full)
@@ -588,6 +621,34 @@ out:
 }
 
 /* ------------------------------------------------------------------ lookup (data path) */
+static inline int cmp_limbs(const uint64_t *a, const uint64_t *b, uint32_t g) {
+    for (uint32_t j = 0; j < g; j++)
+        if (a[j] != b[j]) return a[j] < b[j] ? -1 : 1;
+    return 0;
+}
+
+/* scan mode with a range key of several limbs (values wider than 64 bits) */
+static ss_entry *scan_wide_range(const ss_table *t, const uint64_t *keys) {
+    uint32_t n = t->n_keys;
+    for (uint32_t j = 0; j < t->count; j++) {
+        ss_entry *e = t->sorted[j];
+        uint32_t i = 0;
+        while (i < n) {
+            uint32_t g = t->kinds[i] == SS_MATCH_RANGE ? t->range_len[i] : 1;
+            if (g > 1) {
+                if (cmp_limbs(keys + i, e->lo + i, g) < 0 || cmp_limbs(keys + i, e->hi + i, g) > 0) break;
+                i += g;
+                continue;
+            }
+            uint64_t k = keys[i];
+            if ((k & e->m[i]) != e->v[i] || k < e->lo[i] || k > e->hi[i]) break;
+            i++;
+        }
+        if (i == n) return e;
+    }
+    return NULL;
+}
+
 static inline ss_entry *lookup(const ss_table *t, const uint64_t *keys) {
     uint32_t n = t->n_keys;
     if (t->mode == SS_TMODE_EXACT) {
@@ -615,6 +676,7 @@ static inline ss_entry *lookup(const ss_table *t, const uint64_t *keys) {
         }
         return NULL;
     }
+    if (t->wide_range) return scan_wide_range(t, keys);
     for (uint32_t j = 0; j < t->count; j++) {
         ss_entry *e = t->sorted[j];
         uint32_t i = 0;
