@@ -37,6 +37,8 @@ _ERRORS = {-1: SwitchError, -2: NotFound, -3: api.AlreadyExists, -4: api.Resourc
            -5: api.ResourceExhausted, -6: SwitchError}
 MAX_OUTS = 1024
 OUT_BUF = 4 * 1024 * 1024
+DIGEST_ROOM = 64  # SS_MAX_DIGEST_FIELDS: a poll with this much room never drops a digest
+POLL_MS = 100  # how long a poll thread blocks in C before it looks at the stop flag
 
 
 def default_backend() -> str:
@@ -75,7 +77,8 @@ class NativeSwitch(Switch):
     def __init__(self, program: CompiledProgram, cpu_port: int = 64, seed: int | None = None):
         self._sw = None
         self._started = False
-        self._poller: threading.Thread | None = None
+        self._poller: threading.Thread | None = None  # packet-in
+        self._digest_poller: threading.Thread | None = None
         self._stop_poll = threading.Event()
         self._seed = seed if seed is not None else random.SystemRandom().getrandbits(63)
         super().__init__(program, cpu_port=cpu_port, seed=seed)
@@ -439,25 +442,30 @@ class NativeSwitch(Switch):
             total += w
         return acc.to_bytes(total // 8, "big")
 
-    def _drain_digests(self, timeout_ms: int) -> None:
-        if not self._digests or self._sw is None:
+    def _drain_digests(self, timeout_ms: int, stop: threading.Event | None = None) -> None:
+        """Deliver the queued digests to the handlers: wait up to timeout_ms for the first, then
+        take what is there. Stops when a handler closed the switch, or set `stop`."""
+        sw = self._sw
+        if not self._digests or sw is None:
             return
-        num = self.ffi.new("uint32_t *")
-        fields = self.ffi.new("uint64_t[]", 64)
+        num, nf = self.ffi.new("uint32_t *"), self.ffi.new("uint32_t *")
+        fields = self.ffi.new("uint64_t[]", DIGEST_ROOM)
         while True:
-            n = self.lib.ss_digest_poll(self._sw, num, fields, 64, timeout_ms)
-            if n <= 0:
+            n = self.lib.ss_digest_poll(sw, num, fields, DIGEST_ROOM, nf, timeout_ms)
+            if n <= 0:  # timeout, or the switch is being freed (SS_EIO)
                 return
             d = self._digests[num[0]]
             data, i = {}, 0
             for name, w in d["fields"]:  # a field wider than 64 bits comes as its limbs
                 k = len(wide.limb_widths(w))
-                if i + k > n:
+                if i + k > nf[0]:
                     break
                 data[name] = wide.join([int(fields[i + j]) for j in range(k)], w)
                 i += k
             for h in self._digest_handlers:
                 h(d["name"], [data])
+            if self._sw is not sw or (stop is not None and stop.is_set()):
+                return  # a handler closed or stopped the switch: do not touch it again
             timeout_ms = 0
 
     # ------------------------------------------------------------------ the C data path
@@ -484,31 +492,43 @@ class NativeSwitch(Switch):
         self._stop_poll.clear()
         self._poller = threading.Thread(target=self._poll_loop, name="native-packet-in", daemon=True)
         self._poller.start()
+        # digests get their own thread: a digest is delivered when it is made, not when the
+        # packet-in poll next times out
+        self._digest_poller = None
+        if self._digests:
+            self._digest_poller = threading.Thread(target=self._digest_loop, name="native-digests",
+                                                   daemon=True)
+            self._digest_poller.start()
 
     def _poll_loop(self) -> None:
-        buf = self.ffi.new("uint8_t[]", 65536)
+        buf = self.ffi.new("uint8_t[]", 65536)  # >= SS_MAX_FRAME: no frame is too big for it
+        sw = self._sw
         while not self._stop_poll.is_set():
-            n = self.lib.ss_packet_in_poll(self._sw, buf, 65536, 100)
+            n = self.lib.ss_packet_in_poll(sw, buf, 65536, POLL_MS)
             if n > 0:
                 frame = bytes(self.ffi.buffer(buf, n))
                 if self._pkt_in is not None and self._packet_in_handlers:
                     self._deliver_packet_in(frame)
-            if self._stop_poll.is_set():  # a handler may have stopped or closed the switch
+            elif n < 0:  # the switch is being freed
                 break
-            self._drain_digests(0 if n > 0 else 1)
+
+    def _digest_loop(self) -> None:
+        while not self._stop_poll.is_set() and self._sw is not None:
+            self._drain_digests(POLL_MS, self._stop_poll)
 
     def stop(self) -> None:
         if self._started and self._sw is not None:
             self._stop_poll.set()
-            poller = self._poller
-            # The poller calls into the C switch without self.lock: it must be gone before the
-            # switch can be freed (close, load).  A handler running in the poller may itself call
-            # stop()/close(): then the poller leaves its loop when the handler returns.
-            if poller is not None and poller is not threading.current_thread():
-                poller.join(timeout=2)
-                if poller.is_alive():
-                    log.warning("waiting for a packet-in/digest handler to return before stopping the switch")
-                    poller.join()
+            # The pollers call into the C switch without self.lock: they must be gone before the
+            # switch can be freed (close, load).  A handler running in a poller may itself call
+            # stop()/close(): then that poller leaves its loop when the handler returns.
+            for poller in (self._poller, self._digest_poller):
+                if poller is not None and poller is not threading.current_thread():
+                    poller.join(timeout=2)
+                    if poller.is_alive():
+                        log.warning("waiting for a packet-in/digest handler to return before stopping the "
+                                    "switch")
+                        poller.join()
             self.lib.ss_stop(self._sw)
             self._started = False
 
@@ -517,7 +537,7 @@ class NativeSwitch(Switch):
         with self.lock:  # not while close() frees the switch
             self._check(self.lib.ss_get_stats(self._sw, s), "stats")
         names = ("packets", "passes", "outputs", "pipeline_drops", "assert_drops", "parser_errors",
-                 "too_long")
+                 "too_long", "pktin_dropped", "digest_dropped")
         return {k: int(getattr(s, k)) for k in names}
 
     def port_stats(self, port: int) -> dict[str, int]:

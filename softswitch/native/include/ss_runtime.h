@@ -35,6 +35,8 @@
 #define SS_OUT_HEADROOM 4096u   /* deparser may emit this much more than it parsed */
 #define SS_DROP_PORT 511u
 #define SS_MAX_PASSES 16u       /* resubmit/recirculate passes per packet */
+#define SS_MAX_DIGEST_FIELDS 64u /* fields per digest; a digest poll with room for this many
+                                  * never fails for want of room */
 
 /* instance_type values of bmv2's simple_switch */
 enum { SS_NORMAL = 0, SS_I2E_CLONE = 1, SS_E2E_CLONE = 2, SS_RECIRC = 4, SS_REPLICATION = 5,
@@ -265,14 +267,22 @@ int ss_start(struct ss_switch *sw);
 int ss_stop(struct ss_switch *sw);
 
 /* Packets the pipeline sent to the CPU port, and packet-out from the controller.  poll calls
- * block up to timeout_ms (the GIL is released by cffi) and return the frame length, 0 on
- * timeout, < 0 on error.  ss_switch_free wakes polls that are blocked (they return SS_EIO and
- * touch the switch no more) and waits for them; a poll must not start once the free has begun. */
+ * block up to timeout_ms (< 0: no limit; the GIL is released by cffi).  ss_switch_free wakes
+ * polls that are blocked (they return SS_EIO and touch the switch no more) and waits for them;
+ * a poll must not start once the free has begun.
+ * A queued item that does not fit the caller's room is dropped, not left at the head of the
+ * queue (where it would stop every later poll): the poll returns SS_ENOSPC with the item's size
+ * in ss_last_error, and ss_stats.pktin_dropped / digest_dropped count it, as they count items
+ * refused because the queue was full.  Room for SS_MAX_FRAME bytes (packet-in) or
+ * SS_MAX_DIGEST_FIELDS fields (digests) never drops one.
+ * ss_packet_in_poll returns the frame length (frames are never empty), 0 on timeout, < 0 on
+ * error. */
 int ss_packet_in_poll(struct ss_switch *sw, uint8_t *buf, uint32_t cap, int timeout_ms);
 int ss_packet_out(struct ss_switch *sw, const uint8_t *data, uint32_t len);
-/* digests: *digest gets the digest number, fields the values (n_fields of them) */
+/* digests: returns 1 with *digest the digest number and *n_fields values in fields (a digest
+ * may have none), 0 on timeout, < 0 on error */
 int ss_digest_poll(struct ss_switch *sw, uint32_t *digest, uint64_t *fields, uint32_t max_fields,
-                   int timeout_ms);
+                   uint32_t *n_fields, int timeout_ms);
 
 typedef struct ss_port_stats {
     uint64_t rx_packets, rx_bytes, tx_packets, tx_bytes;
@@ -282,6 +292,7 @@ typedef struct ss_port_stats {
 } ss_port_stats;
 typedef struct ss_stats {
     uint64_t packets, passes, outputs, pipeline_drops, assert_drops, parser_errors, too_long;
+    uint64_t pktin_dropped, digest_dropped;  /* queue full, or too big for the poll's room */
 } ss_stats;
 int ss_get_stats(struct ss_switch *sw, ss_stats *stats);
 int ss_get_port_stats(struct ss_switch *sw, uint32_t port, ss_port_stats *stats);

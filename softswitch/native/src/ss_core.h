@@ -9,7 +9,6 @@
 #include <stddef.h>
 
 #define SS_MAX_KEYS 64u          /* key fields per table / value set */
-#define SS_MAX_DIGEST_FIELDS 64u
 #define SS_MAX_GROUP 65536u      /* multicast group ids and clone session ids are < this */
 #define SS_E2E_SLOTS 8u          /* pending E2E clone snapshots per ingress pass */
 #define SS_MAX_E2E 1024u         /* E2E clone events per input packet (clone-of-clone loops) */

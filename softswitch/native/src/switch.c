@@ -158,7 +158,10 @@ int ss_packet_in_poll(struct ss_switch *sw, uint8_t *buf, uint32_t cap, int time
     } else if (l == SS_EIO) {
         rc = ss__error(sw, SS_EIO, "the switch is being freed");
     } else if ((uint32_t)l > cap) {
-        rc = ss__error(sw, SS_ENOSPC, "packet-in frame of %d bytes does not fit in %u", l, cap);
+        /* dropped, not left in place: it would be the head of the queue for every later poll */
+        ring_drop(q, sizeof(uint32_t) + (size_t)l);
+        q->dropped++;
+        rc = ss__error(sw, SS_ENOSPC, "packet-in frame of %d bytes did not fit in %u: dropped", l, cap);
     } else {
         ring_peek(q, sizeof(uint32_t), buf, (size_t)l);
         ring_drop(q, sizeof(uint32_t) + (size_t)l);
@@ -169,8 +172,8 @@ int ss_packet_in_poll(struct ss_switch *sw, uint8_t *buf, uint32_t cap, int time
 }
 
 int ss_digest_poll(struct ss_switch *sw, uint32_t *digest, uint64_t *fields, uint32_t max_fields,
-                   int timeout_ms) {
-    if (!sw || !digest || (max_fields && !fields)) return SS_EINVAL;
+                   uint32_t *n_fields, int timeout_ms) {
+    if (!sw || !digest || !n_fields || (max_fields && !fields)) return SS_EINVAL;
     ss_queue *q = &sw->digests;
     pthread_mutex_lock(&q->mu);
     int l = queue_wait(q, timeout_ms);
@@ -182,14 +185,17 @@ int ss_digest_poll(struct ss_switch *sw, uint32_t *digest, uint64_t *fields, uin
     } else {
         uint32_t hdr[2];
         ring_peek(q, sizeof(uint32_t), hdr, sizeof hdr);
-        if (hdr[1] > max_fields) {
-            rc = ss__error(sw, SS_ENOSPC, "digest %u has %u fields, room for %u", hdr[0], hdr[1], max_fields);
+        if (hdr[1] > max_fields) {  /* dropped, as a packet-in frame that does not fit */
+            q->dropped++;
+            rc = ss__error(sw, SS_ENOSPC, "digest %u has %u fields, room for %u: dropped", hdr[0], hdr[1],
+                           max_fields);
         } else {
             if (hdr[1]) ring_peek(q, sizeof(uint32_t) + sizeof hdr, fields, (size_t)hdr[1] * sizeof(uint64_t));
-            ring_drop(q, sizeof(uint32_t) + (size_t)l);
             *digest = hdr[0];
-            rc = (int)hdr[1];
+            *n_fields = hdr[1];
+            rc = 1;  /* not the field count: a digest with no fields is not a timeout */
         }
+        ring_drop(q, sizeof(uint32_t) + (size_t)l);
     }
     pthread_mutex_unlock(&q->mu);
     return rc;
@@ -347,6 +353,12 @@ int ss_get_stats(struct ss_switch *sw, ss_stats *stats) {
     ss__lock(sw);
     *stats = sw->stats;
     ss__unlock(sw);
+    pthread_mutex_lock(&sw->pktin.mu);
+    stats->pktin_dropped = sw->pktin.dropped;
+    pthread_mutex_unlock(&sw->pktin.mu);
+    pthread_mutex_lock(&sw->digests.mu);
+    stats->digest_dropped = sw->digests.dropped;
+    pthread_mutex_unlock(&sw->digests.mu);
     return SS_OK;
 }
 

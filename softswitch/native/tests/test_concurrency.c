@@ -91,9 +91,9 @@ static void *blocked_poll(void *arg) {
 }
 static void *blocked_digest(void *arg) {
     struct ss_switch *s = arg;
-    uint32_t d;
+    uint32_t d, nf;
     uint64_t f[4];
-    return (void *)(intptr_t)ss_digest_poll(s, &d, f, 4, 60000);
+    return (void *)(intptr_t)ss_digest_poll(s, &d, f, 4, &nf, 60000);
 }
 static void test_free_while_polls_block(void) {
     alarm(20);

@@ -369,13 +369,23 @@ static void test_externs(void) {
     (void)ss_random(&c, 0, ~0ull);
 
     /* digests */
-    uint32_t d;
+    uint32_t d, nf;
     uint64_t f[4] = {1, 2, 3, 4}, got[4];
-    CHECK(ss_digest_poll(sw, &d, got, 4, 0) == 0);
+    ss_stats qst;
+    CHECK(ss_digest_poll(sw, &d, got, 4, &nf, 0) == 0);
     ss_digest(&c, 3, f, 3);
-    CHECK(ss_digest_poll(sw, &d, got, 2, 0) == SS_ENOSPC);
-    CHECK(ss_digest_poll(sw, &d, got, 4, 10) == 3 && d == 3 && got[2] == 3);
-    CHECK(ss_digest_poll(sw, &d, got, 4, 5) == 0);
+    CHECK(ss_digest_poll(sw, &d, got, 4, &nf, 10) == 1 && d == 3 && nf == 3 && got[2] == 3);
+    /* a digest with no fields is delivered as one, not taken for a timeout */
+    ss_digest(&c, 5, NULL, 0);
+    CHECK(ss_digest_poll(sw, &d, got, 4, &nf, 0) == 1 && d == 5 && nf == 0);
+    /* too little room: that digest is dropped and counted, the queue goes on */
+    ss_digest(&c, 3, f, 3);
+    ss_digest(&c, 6, f, 1);
+    CHECK(ss_digest_poll(sw, &d, got, 2, &nf, 0) == SS_ENOSPC);
+    CHECK(ss_digest_poll(sw, &d, got, 2, &nf, 0) == 1 && d == 6 && nf == 1 && got[0] == 1);
+    CHECK(ss_get_stats(sw, &qst) == 0 && qst.digest_dropped == 1);
+    CHECK(ss_digest_poll(sw, &d, got, 4, &nf, 5) == 0);
+    CHECK(ss_digest_poll(sw, &d, NULL, 0, NULL, 0) == SS_EINVAL);
 
     /* packet-in queue: bounded, drops when full, never blocks */
     uint8_t frame[1500], buf[1500];
@@ -390,6 +400,13 @@ static void test_externs(void) {
         got_n++;
     }
     CHECK(got_n > 2000 && got_n < pushed);  /* 4 MiB ring */
+    CHECK(ss_get_stats(sw, &qst) == 0 && qst.pktin_dropped == (uint64_t)(pushed - got_n));
+    /* a frame too big for the poll's room is dropped (counted above), not left at the head */
+    ss__packet_in_push(sw, frame, 1500);
+    ss__packet_in_push(sw, frame, 60);
+    CHECK(ss_packet_in_poll(sw, buf, 100, 0) == SS_ENOSPC);
+    CHECK(ss_packet_in_poll(sw, buf, 100, 0) == 60 && memcmp(buf, frame, 60) == 0);
+    CHECK(ss_get_stats(sw, &qst) == 0 && qst.pktin_dropped == (uint64_t)(pushed - got_n) + 1);
     ss__packet_in_push(sw, frame, 60);
     CHECK(ss_packet_in_poll(sw, buf, sizeof buf, -1) == 60);
     ss_switch_free(sw);
