@@ -35,8 +35,6 @@ BACKENDS = ("auto", "native", "python")
 _KIND = {"exact": 0, "lpm": 1, "ternary": 2, "range": 3, "optional": 4, "range_next": 5}
 _ERRORS = {-1: SwitchError, -2: NotFound, -3: api.AlreadyExists, -4: api.ResourceExhausted,
            -5: api.ResourceExhausted, -6: SwitchError}
-MAX_OUTS = 1024
-OUT_BUF = 4 * 1024 * 1024
 DIGEST_ROOM = 64  # SS_MAX_DIGEST_FIELDS: a poll with this much room never drops a digest
 POLL_MS = 100  # how long a poll thread blocks in C before it looks at the stop flag
 
@@ -137,8 +135,8 @@ class NativeSwitch(Switch):
                                                      is_const=True))
             self._pkt_in = program.controller_headers.get("packet_in")
             self._pkt_out = program.controller_headers.get("packet_out")
-            self._outs = self.ffi.new("ss_out[]", MAX_OUTS)
-            self._obuf = self.ffi.new("uint8_t[]", OUT_BUF)
+            self._outs_p = self.ffi.new("const ss_out **")
+            self._obuf_p = self.ffi.new("const uint8_t **")
 
     def _define(self, m: dict) -> None:
         lib, ffi, sw = self.lib, self.ffi, self._sw
@@ -388,15 +386,15 @@ class NativeSwitch(Switch):
     # ------------------------------------------------------------------ packets
     def process_packet(self, ingress_port: int, data: bytes) -> list[tuple[int, bytes]]:
         with self.lock:
-            n = self.lib.ss_process(self._sw, ingress_port, data, len(data), self._outs, MAX_OUTS, self._obuf,
-                                    OUT_BUF)
+            # outputs in arrays the C switch owns and grows: no cap of ours on their number
+            n = self.lib.ss_process_all(self._sw, ingress_port, data, len(data), self._outs_p, self._obuf_p)
             if n < 0:
                 self._check(n, "a packet")
-            buf = self.ffi.buffer(self._obuf)
+            outs, base = self._outs_p[0], self._obuf_p[0]
             outputs = []
             for i in range(n):
-                o = self._outs[i]
-                frame = bytes(buf[o.offset:o.offset + o.length])
+                o = outs[i]
+                frame = bytes(self.ffi.buffer(base + o.offset, o.length))
                 if o.port == self.cpu_port and self._pkt_in is not None and self._packet_in_handlers:
                     self._deliver_packet_in(frame)
                 else:
@@ -537,7 +535,7 @@ class NativeSwitch(Switch):
         with self.lock:  # not while close() frees the switch
             self._check(self.lib.ss_get_stats(self._sw, s), "stats")
         names = ("packets", "passes", "outputs", "pipeline_drops", "assert_drops", "parser_errors",
-                 "too_long", "pktin_dropped", "digest_dropped")
+                 "too_long", "clone_drops", "output_drops", "pktin_dropped", "digest_dropped")
         return {k: int(getattr(s, k)) for k in names}
 
     def port_stats(self, port: int) -> dict[str, int]:

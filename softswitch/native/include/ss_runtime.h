@@ -35,6 +35,12 @@
 #define SS_OUT_HEADROOM 4096u   /* deparser may emit this much more than it parsed */
 #define SS_DROP_PORT 511u
 #define SS_MAX_PASSES 16u       /* resubmit/recirculate passes per packet */
+/* Egress copies that E2E clones may make per input packet (clone-of-clone loops end here).
+ * Copies, not clone calls: a clone to a session of n replicas uses n.  A clone that would pass
+ * the limit makes no copy and counts in ss_stats.clone_drops; below it no E2E clone is refused
+ * (pending clones are queued in memory grown as needed, so a large multicast group whose
+ * replicas all clone keeps every clone). */
+#define SS_MAX_E2E_COPIES 1024u
 #define SS_MAX_DIGEST_FIELDS 64u /* fields per digest; a digest poll with room for this many
                                   * never fails for want of room */
 
@@ -249,6 +255,14 @@ typedef struct ss_out {
 } ss_out;
 int ss_process(struct ss_switch *sw, uint32_t ingress_port, const uint8_t *data, uint32_t len,
                ss_out *outs, uint32_t max_outs, uint8_t *buf, uint32_t buf_cap);
+/* The same with no output limit of the caller's: the outputs go to arrays the switch owns and
+ * grows as needed; *outs and *buf point at them on return (n outputs, offsets into *buf), valid
+ * until the next ss_process_all on this switch or its free (callers serialise these calls).
+ * Only running out of memory loses an output (counted in ss_stats.output_drops).  The number of
+ * outputs is bounded by the pipeline itself: SS_MAX_PASSES passes, group and session sizes,
+ * SS_MAX_E2E_COPIES. */
+int ss_process_all(struct ss_switch *sw, uint32_t ingress_port, const uint8_t *data, uint32_t len,
+                   const ss_out **outs, const uint8_t **buf);
 /* the same for a batch of n frames (benchmarks): outputs are counted, not returned */
 int ss_process_batch(struct ss_switch *sw, uint32_t ingress_port, const uint8_t *const *frames,
                      const uint32_t *lens, uint32_t n, uint64_t *n_out);
@@ -292,6 +306,8 @@ typedef struct ss_port_stats {
 } ss_port_stats;
 typedef struct ss_stats {
     uint64_t packets, passes, outputs, pipeline_drops, assert_drops, parser_errors, too_long;
+    uint64_t clone_drops;     /* E2E clones past SS_MAX_E2E_COPIES (or with no memory left) */
+    uint64_t output_drops;    /* ss_process_all outputs lost for want of memory */
     uint64_t pktin_dropped, digest_dropped;  /* queue full, or too big for the poll's room */
 } ss_stats;
 int ss_get_stats(struct ss_switch *sw, ss_stats *stats);

@@ -2,11 +2,15 @@
  * verify_checksum -> ingress -> I2E clone / resubmit / multicast | drop | unicast -> egress ->
  * E2E clone / drop -> compute_checksum -> deparser -> payload -> truncate -> recirculate | port.
  *
- * Memory: everything lives in buffers allocated at load (ss_switch_load): the ingress state,
- * one egress working state, E2E clone snapshots, one saved state and frame buffer per
- * resubmit/recirculate pass, one output buffer.  Replicas get their own copy of the state
- * (memcpy of state_size) when they run; the last multicast replica and a unicast packet run in
- * the ingress state itself. */
+ * Memory: buffers allocated at load (ss_switch_load): the ingress state, one egress working
+ * state, one saved state and frame buffer per resubmit/recirculate pass, one output buffer, and
+ * two rings that start small and grow when a packet needs more (kept for later packets): the
+ * egress work queue and the E2E clone snapshots.  Egress work runs in FIFO order, as
+ * switch.py's egress queue (the replicas of a multicast group, then the E2E clones they made),
+ * so a group of n replicas that each clone holds n snapshots at once; SS_MAX_E2E_COPIES bounds
+ * both rings.  Replicas get their own copy of the state (memcpy of state_size) when they run;
+ * the last multicast replica and a unicast packet run in the ingress state itself. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "ss_core.h"
@@ -43,14 +47,55 @@ static int parse_into(struct ss_switch *sw, ss_pass *p, void *state, const uint8
     return err;
 }
 
+/* room for one more egress work item: doubles the ring (its order kept) when full.  Callers
+ * re-read &sw->eq[...] after anything that may push (egress_step does). */
+static int eq_reserve(struct ss_switch *sw) {
+    if (sw->eq_n < sw->eq_cap) return 0;
+    uint32_t cap = sw->eq_cap, ncap = cap ? 2 * cap : SS_EQ_CAP;
+    ss_egress_item *n = malloc((size_t)ncap * sizeof *n);
+    if (!n) return -1;
+    for (uint32_t i = 0; i < sw->eq_n; i++) n[i] = sw->eq[(sw->eq_head + i) % cap];
+    free(sw->eq);
+    sw->eq = n;
+    sw->eq_cap = ncap;
+    sw->eq_head = 0;
+    return 0;
+}
+
 static int push_egress(struct ss_switch *sw, const ss_egress_item *it) {
-    if (sw->eq_n >= SS_EQ_CAP) {
-        sw->stats.pipeline_drops++;
+    if (eq_reserve(sw)) {
+        sw->stats.pipeline_drops++;  /* out of memory */
         return -1;
     }
-    sw->eq[(sw->eq_head + sw->eq_n) % SS_EQ_CAP] = *it;
+    sw->eq[(sw->eq_head + sw->eq_n) % sw->eq_cap] = *it;
     sw->eq_n++;
     return 0;
+}
+
+/* a free E2E snapshot slot (the ring doubles when all are in use; the slots themselves never
+ * move, items point at them); NULL when out of memory */
+static void *snap_take(struct ss_switch *sw) {
+    if (sw->snap_used == sw->snap_cap) {
+        uint32_t cap = sw->snap_cap, ncap = cap ? 2 * cap : SS_E2E_SLOTS;
+        void **n = malloc((size_t)ncap * sizeof *n);
+        if (!n) return NULL;
+        uint32_t i = 0;
+        for (; i < cap; i++) n[i] = sw->snaps[(sw->snap_head + i) % cap];
+        for (; i < ncap; i++) {
+            if (!(n[i] = aligned_alloc(64, sw->slot_size))) {
+                while (i-- > cap) free(n[i]);
+                free(n);
+                return NULL;
+            }
+        }
+        free(sw->snaps);
+        sw->snaps = n;
+        sw->snap_cap = ncap;
+        sw->snap_head = 0;
+    }
+    void *slot = sw->snaps[(sw->snap_head + sw->snap_used) % sw->snap_cap];
+    sw->snap_used++;
+    return slot;
 }
 
 /* queue a resubmitted/recirculated packet: frame copied, state saved for preserve */
@@ -102,17 +147,17 @@ static void run_egress(struct ss_switch *sw, run *r, void *state, uint32_t port,
     if (p.c.clone_fl != SS_NONE && p.c.clone_e2e) {
         const ss_replicas *s = session(sw, p.c.clone_session);
         if (s && s->n) {
-            if (sw->snap_used < SS_E2E_SLOTS && sw->e2e_events < SS_MAX_E2E && sw->eq_n < SS_EQ_CAP) {
-                uint32_t slot = (sw->snap_head + sw->snap_used) % SS_E2E_SLOTS;
-                sw->snap_used++;
-                sw->e2e_events++;
-                memcpy(sw->snaps[slot], state, P->state_size);
+            void *snap = NULL;
+            /* the limit counts copies (s->n <= 2^20, e2e_copies <= SS_MAX_E2E_COPIES: no overflow) */
+            if (sw->e2e_copies + s->n <= SS_MAX_E2E_COPIES && !eq_reserve(sw) && (snap = snap_take(sw))) {
+                sw->e2e_copies += s->n;
+                memcpy(snap, state, P->state_size);
                 ss_egress_item it = {.kind = SS_EQ_E2E, .data = data, .len = len, .payload_off = payload_off,
-                                     .n = s->n, .ports = s->ports, .rids = s->rids, .src = sw->snaps[slot],
-                                     .fl = p.c.clone_fl, .truncate = p.c.truncate_len, .snap = slot};
-                push_egress(sw, &it);
+                                     .n = s->n, .ports = s->ports, .rids = s->rids, .src = snap,
+                                     .fl = p.c.clone_fl, .truncate = p.c.truncate_len};
+                push_egress(sw, &it);  /* room reserved above */
             } else {
-                sw->stats.pipeline_drops++;
+                sw->stats.clone_drops++;
             }
         }
     }
@@ -203,11 +248,11 @@ static void egress_step(struct ss_switch *sw, run *r) {
     /* run_egress may have appended items (the ring does not move the head) */
     it = &sw->eq[sw->eq_head];
     if (it->next >= it->n) {
-        if (it->kind == SS_EQ_E2E) {  /* snapshots are released in FIFO order */
-            sw->snap_head = (sw->snap_head + 1) % SS_E2E_SLOTS;
+        if (it->kind == SS_EQ_E2E) {  /* snapshots are released in FIFO order, as taken */
+            sw->snap_head = (sw->snap_head + 1) % sw->snap_cap;
             sw->snap_used--;
         }
-        sw->eq_head = (sw->eq_head + 1) % SS_EQ_CAP;
+        sw->eq_head = (sw->eq_head + 1) % sw->eq_cap;
         sw->eq_n--;
     }
 }
@@ -283,7 +328,7 @@ int ss__run_pipeline(struct ss_switch *sw, uint32_t ingress_port, const uint8_t 
     first->itype = SS_NORMAL;
     first->fl = SS_NONE;
     run r = {.emit = emit, .arg = arg, .outputs = 0, .n_items = 1};
-    sw->e2e_events = 0;
+    sw->e2e_copies = 0;
     for (uint32_t k = 0; k < r.n_items; k++) run_ingress(sw, &r, k);
     return r.outputs;
 }
@@ -303,7 +348,7 @@ static void collect_emit(void *arg, uint32_t port, const uint8_t *frame, uint32_
         c->overflow = 1;
         return;
     }
-    memcpy(c->buf + c->used, frame, len);
+    if (len) memcpy(c->buf + c->used, frame, len);  /* buf may be NULL when buf_cap is 0 */
     c->outs[c->n].port = port;
     c->outs[c->n].offset = c->used;
     c->outs[c->n].length = len;
@@ -322,6 +367,57 @@ int ss_process(struct ss_switch *sw, uint32_t ingress_port, const uint8_t *data,
         rc = ss__error(sw, SS_ENOSPC, "outputs did not fit (room for %u outputs, %u bytes)", max_outs, buf_cap);
     else if (rc >= 0)
         rc = (int)c.n;
+    ss__unlock(sw);
+    return rc;
+}
+
+/* ss_process_all: append to the switch's own output arrays, growing them (doubling) */
+static void owned_emit(void *arg, uint32_t port, const uint8_t *frame, uint32_t len) {
+    struct ss_switch *sw = arg;
+    if (sw->pout_n == sw->pout_cap) {
+        uint32_t ncap = sw->pout_cap ? 2 * sw->pout_cap : 64;
+        ss_out *n = ncap > sw->pout_cap ? realloc(sw->pout, (size_t)ncap * sizeof *n) : NULL;
+        if (!n) {
+            sw->stats.output_drops++;
+            return;
+        }
+        sw->pout = n;
+        sw->pout_cap = ncap;
+    }
+    if (sw->pbuf_used > UINT32_MAX - (size_t)len) {  /* ss_out offsets are uint32_t */
+        sw->stats.output_drops++;
+        return;
+    }
+    if (len > sw->pbuf_cap - sw->pbuf_used) {
+        size_t need = sw->pbuf_used + len, ncap = sw->pbuf_cap ? sw->pbuf_cap : 65536;
+        while (ncap < need) ncap *= 2;
+        uint8_t *n = realloc(sw->pbuf, ncap);
+        if (!n) {
+            sw->stats.output_drops++;
+            return;
+        }
+        sw->pbuf = n;
+        sw->pbuf_cap = ncap;
+    }
+    if (len) memcpy(sw->pbuf + sw->pbuf_used, frame, len);  /* pbuf may still be NULL */
+    ss_out *o = &sw->pout[sw->pout_n++];
+    o->port = port;
+    o->offset = (uint32_t)sw->pbuf_used;
+    o->length = len;
+    sw->pbuf_used += len;
+}
+
+int ss_process_all(struct ss_switch *sw, uint32_t ingress_port, const uint8_t *data, uint32_t len,
+                   const ss_out **outs, const uint8_t **buf) {
+    if (!sw) return SS_EINVAL;
+    if (!outs || !buf) return ss__error(sw, SS_EINVAL, "no output pointers");
+    ss__lock(sw);
+    sw->pout_n = 0;
+    sw->pbuf_used = 0;
+    int rc = ss__run_pipeline(sw, ingress_port, data, len, owned_emit, sw);
+    if (rc >= 0) rc = (int)sw->pout_n;
+    *outs = sw->pout;
+    *buf = sw->pbuf;
     ss__unlock(sw);
     return rc;
 }

@@ -10,9 +10,8 @@
 
 #define SS_MAX_KEYS 64u          /* key fields per table / value set */
 #define SS_MAX_GROUP 65536u      /* multicast group ids and clone session ids are < this */
-#define SS_E2E_SLOTS 8u          /* pending E2E clone snapshots per ingress pass */
-#define SS_MAX_E2E 1024u         /* E2E clone events per input packet (clone-of-clone loops) */
-#define SS_EQ_CAP 16u            /* egress work items pending at once */
+#define SS_E2E_SLOTS 8u          /* E2E clone snapshots allocated at load (more as needed) */
+#define SS_EQ_CAP 16u            /* egress queue capacity at load (grown as needed) */
 
 typedef struct ss_meter_cell {
     uint8_t configured;
@@ -135,7 +134,6 @@ typedef struct ss_egress_item {
     void *src;               /* base state (unicast/mcast/I2E preserve source) or snapshot */
     int32_t fl;
     uint32_t truncate;
-    uint32_t snap;           /* E2E: snapshot slot to release */
 } ss_egress_item;
 
 typedef struct ss_pass {
@@ -166,16 +164,21 @@ struct ss_switch {
     ss_replicas **groups;    /* SS_MAX_GROUP pointers, allocated on first use */
     ss_replicas **sessions;
 
-    /* pipeline memory, allocated at load */
+    /* pipeline memory, allocated at load (the two rings grow when a packet needs more) */
     uint8_t *arena;
     void *st_in, *st_eg;
-    void *snaps[SS_E2E_SLOTS];
-    uint32_t snap_head, snap_used;
+    void **snaps;            /* ring of E2E snapshots (slot_size each), released in FIFO order */
+    uint32_t snap_cap, snap_head, snap_used;
     ss_ingress_item items[SS_MAX_PASSES];
     uint8_t *outbuf;         /* SS_MAX_FRAME + SS_OUT_HEADROOM */
-    ss_egress_item eq[SS_EQ_CAP];
-    uint32_t eq_head, eq_n;
-    uint32_t e2e_events;
+    ss_egress_item *eq;      /* ring of egress work */
+    uint32_t eq_cap, eq_head, eq_n;
+    uint32_t e2e_copies;     /* egress copies made by E2E clones for this input packet */
+    /* ss_process_all's outputs */
+    ss_out *pout;
+    uint32_t pout_n, pout_cap;
+    uint8_t *pbuf;
+    size_t pbuf_used, pbuf_cap;
 
     ss_stats stats;
     ss_queue pktin, digests;

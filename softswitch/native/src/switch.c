@@ -243,6 +243,13 @@ static void free_replicas(ss_replicas *r) {
 static void free_arena(struct ss_switch *sw) {
     free(sw->arena);
     sw->arena = NULL;
+    for (uint32_t i = 0; i < sw->snap_cap; i++) free(sw->snaps[i]);
+    free(sw->snaps);
+    sw->snaps = NULL;
+    sw->snap_cap = sw->snap_head = sw->snap_used = 0;
+    free(sw->eq);
+    sw->eq = NULL;
+    sw->eq_cap = sw->eq_head = sw->eq_n = 0;
     for (uint32_t i = 0; i < SS_MAX_PASSES; i++) {
         free(sw->items[i].buf);
         sw->items[i].buf = NULL;
@@ -283,6 +290,8 @@ void ss_switch_free(struct ss_switch *sw) {
         free(sw->sessions);
     }
     free_arena(sw);
+    free(sw->pout);
+    free(sw->pbuf);
     ss__queue_destroy(&sw->pktin);
     ss__queue_destroy(&sw->digests);
     pthread_mutex_destroy(&sw->lock);
@@ -324,10 +333,17 @@ int ss_switch_load(struct ss_switch *sw, const ss_program *prog) {
 
     free_arena(sw);
     size_t slot = ((size_t)prog->state_size + 63u) & ~(size_t)63u;
-    size_t n_slots = 2 + SS_E2E_SLOTS + SS_MAX_PASSES;
+    size_t n_slots = 2 + SS_MAX_PASSES;
     sw->arena = aligned_alloc(64, slot * n_slots);
     sw->outbuf = malloc(SS_MAX_FRAME + SS_OUT_HEADROOM);
-    int ok = sw->arena && sw->outbuf;
+    sw->snaps = calloc(SS_E2E_SLOTS, sizeof *sw->snaps);
+    sw->eq = calloc(SS_EQ_CAP, sizeof *sw->eq);
+    int ok = sw->arena && sw->outbuf && sw->snaps && sw->eq;
+    if (ok) {
+        sw->snap_cap = SS_E2E_SLOTS;
+        sw->eq_cap = SS_EQ_CAP;
+        for (uint32_t i = 0; ok && i < SS_E2E_SLOTS; i++) ok = (sw->snaps[i] = aligned_alloc(64, slot)) != NULL;
+    }
     for (uint32_t i = 1; ok && i < SS_MAX_PASSES; i++) ok = (sw->items[i].buf = malloc(SS_MAX_FRAME)) != NULL;
     if (!ok) {
         free_arena(sw);
@@ -340,8 +356,7 @@ int ss_switch_load(struct ss_switch *sw, const ss_program *prog) {
     sw->slot_size = slot;
     sw->st_in = a;
     sw->st_eg = a + slot;
-    for (uint32_t i = 0; i < SS_E2E_SLOTS; i++) sw->snaps[i] = a + (2 + i) * slot;
-    for (uint32_t i = 0; i < SS_MAX_PASSES; i++) sw->items[i].state = a + (2 + SS_E2E_SLOTS + i) * slot;
+    for (uint32_t i = 0; i < SS_MAX_PASSES; i++) sw->items[i].state = a + (2 + i) * slot;
     sw->prog = prog;
 out:
     ss__unlock(sw);

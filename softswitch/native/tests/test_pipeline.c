@@ -68,6 +68,7 @@ static void tp_ingress(ss_ctx *c, void *st) {
     case 10: s->b = sm->instance_type; sm->egress_spec = 3; break;
     case 11: case 15: case 16: sm->egress_spec = 1; break;
     case 14: s->fl1 = 0x44; ss_clone(c, 0, (uint32_t)s->b, 1); sm->mcast_grp = 1; break;
+    case 17: sm->mcast_grp = s->b; break;
     default: sm->egress_spec = 1;
     }
 }
@@ -86,6 +87,7 @@ static void tp_egress(ss_ctx *c, void *st) {
         if (s->op == 15) sm->egress_spec = SS_DROP_PORT;
     }
     if (s->op == 16) ss_clone(c, 1, (uint32_t)s->b, 1);  /* clone of clone of ...: bounded */
+    if (s->op == 17 && sm->instance_type == SS_REPLICATION) ss_clone(c, 1, (uint32_t)s->a, 1);
     s->o = (sm->instance_type << 56) | ((sm->egress_rid & 0xFFFF) << 40) | ((s->fl1 & 0xFF) << 32) |
            ((s->cnt & 0xFF) << 24) | (sm->packet_length & 0xFFFFFF);
 }
@@ -232,8 +234,52 @@ int main(void) {
               o.cnt == 0 && o.c == 0xC10E && o.plen == 16);
     }
     CHECK(send(1, 15, 0, 8, 0, 0) == 2 && outs[0].port == 6 && outs[1].port == 7);  /* original dropped */
-    int n = send(1, 16, 0, 7, 0, 0);  /* every egress clones again: bounded, no hang */
-    CHECK(n > 100 && n <= 1025);
+    /* every egress clones again: bounded by copies, no hang */
+    ss_get_stats(sw, &st0);
+    CHECK(send(1, 16, 0, 7, 0, 0) == 1 + SS_MAX_E2E_COPIES);
+    ss_get_stats(sw, &st);
+    CHECK(st.clone_drops == st0.clone_drops + 1);
+    /* two copies per clone: still SS_MAX_E2E_COPIES copies, not 2 x SS_MAX_E2E_COPIES events */
+    CHECK(send(1, 16, 0, 8, 0, 0) == 1 + SS_MAX_E2E_COPIES);
+    /* every replica of a multicast group clones (E2E): all the clones are made, after the
+     * replicas (switch.py's egress queue order); more pending clones than the snapshots
+     * allocated at load */
+    enum { NG = 40 };
+    uint32_t bp[NG], br[NG];
+    for (uint32_t i = 0; i < NG; i++) bp[i] = 100 + i, br[i] = i;
+    CHECK(ss_mc_group_set(sw, 2, bp, br, NG) == 0);
+    CHECK(send(1, 17, 7, 2, 0, 0) == 2 * NG);
+    for (int i = 0; i < NG; i++) {
+        CHECK(outs[i].port == bp[i] && info(i).itype == SS_REPLICATION && info(i).rid == br[i]);
+        o = info(NG + i);
+        CHECK(outs[NG + i].port == 9 && o.itype == SS_E2E_CLONE && o.rid == 3);
+    }
+    /* a group larger than the copy limit: the clones past it are dropped and counted */
+    enum { NBIG = 1500 };
+    static uint32_t gbp[NBIG], gbr[NBIG];
+    for (uint32_t i = 0; i < NBIG; i++) gbp[i] = i % 500, gbr[i] = i;
+    CHECK(ss_mc_group_set(sw, 3, gbp, gbr, NBIG) == 0);
+    ss_get_stats(sw, &st0);
+    CHECK(send(1, 17, 7, 3, 0, 0) == NBIG + SS_MAX_E2E_COPIES);
+    ss_get_stats(sw, &st);
+    CHECK(st.clone_drops == st0.clone_drops + NBIG - SS_MAX_E2E_COPIES);
+
+    /* ss_process_all: no output limit of the caller's (ss_process has room for 4096 here) */
+    const ss_out *ao;
+    const uint8_t *ab;
+    uint8_t big_frame[16 + 1000];
+    memset(big_frame, 0x5A, sizeof big_frame);
+    big_frame[0] = 17; big_frame[1] = 7; wr(big_frame + 2, 3, 2);
+    CHECK(ss_process(sw, 1, big_frame, sizeof big_frame, outs, 4096, obuf, sizeof obuf) == SS_ENOSPC);
+    int na = ss_process_all(sw, 1, big_frame, sizeof big_frame, &ao, &ab);
+    CHECK(na == NBIG + SS_MAX_E2E_COPIES);
+    for (int i = 0; i < na; i++) {
+        CHECK(ao[i].length == sizeof big_frame && ao[i].port == (i < NBIG ? gbp[i] : 9u));
+        CHECK(ab[ao[i].offset + 16] == 0x5A && ab[ao[i].offset + ao[i].length - 1] == 0x5A);
+    }
+    CHECK(ss_process_all(sw, 1, NULL, 0, &ao, &ab) == 1 && ao[0].length == 0);  /* empty frame */
+    CHECK(ss_process_all(sw, 1, big_frame, 16, NULL, &ab) == SS_EINVAL);
+    CHECK(ss_mc_group_delete(sw, 2) == 0 && ss_mc_group_delete(sw, 3) == 0);
 
     /* parser error: still processed; header invalid so the whole frame is payload */
     ss_get_stats(sw, &st0);
