@@ -42,6 +42,16 @@ class Unimplemented(SwitchError):
     code = "UNIMPLEMENTED"
 
 
+MAX_PORT = 511  # v1model's standard_metadata ports are bit<9>
+
+
+def check_ingress_port(port: int) -> None:
+    """Refuse an ingress port that standard_metadata.ingress_port (bit<9>) cannot hold, before
+    a backend truncates it (C) or runs the program with it anyway (Python)."""
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= MAX_PORT:
+        raise SwitchError(f"ingress port {port!r} is out of range 0..{MAX_PORT} (bit<9>)")
+
+
 # match values, one per key field: defined with the compiler's model (const entries use them)
 
 
@@ -119,7 +129,8 @@ class SwitchAPI(Protocol):
         """Run one packet through the whole pipeline (with its clones, resubmits,
         recirculations and multicast copies) and return the packets sent out, in order, as
         (egress_port, bytes). Packets for `cpu_port` go to the packet-in handlers instead
-        when the program has a packet_in controller header."""
+        when the program has a packet_in controller header. An ingress port outside 0..511 is
+        refused (check_ingress_port)."""
         ...
 
     def packet_out(self, payload: bytes, metadata: dict[str, int]) -> list[tuple[int, bytes]]:

@@ -25,7 +25,7 @@ from p4compiler.errors import P4Error
 from p4compiler.python_backend import CompiledProgram
 from p4compiler.python_backend.types import serial_width
 from softswitch import api
-from softswitch.api import CloneSession, NotFound, Replica, SwitchError
+from softswitch.api import CloneSession, NotFound, Replica, SwitchError, check_ingress_port
 from softswitch.switch import Switch
 from softswitch.tables import Table
 
@@ -385,6 +385,7 @@ class NativeSwitch(Switch):
 
     # ------------------------------------------------------------------ packets
     def process_packet(self, ingress_port: int, data: bytes) -> list[tuple[int, bytes]]:
+        check_ingress_port(ingress_port)
         with self.lock:
             # outputs in arrays the C switch owns and grows: no cap of ours on their number
             n = self.lib.ss_process_all(self._sw, ingress_port, data, len(data), self._outs_p, self._obuf_p)

@@ -320,6 +320,7 @@ class Switch:
         return self.process_packet(self.cpu_port, hdr + payload)
 
     def process_packet(self, ingress_port: int, data: bytes) -> list[tuple[int, bytes]]:
+        api.check_ingress_port(ingress_port)  # bit<9>, as the native backend checks it
         with self.lock:
             outputs: list[tuple[int, bytes]] = []
             ingress_q: deque = deque([(bytes(data), ingress_port, NORMAL, ())])

@@ -1,5 +1,6 @@
 """NativeSwitch's glue to the C runtime (softswitch/native_switch.py): what crosses it must behave
-as on the Python backend. No cap of its own on a packet's outputs, digests delivered when made."""
+as on the Python backend. No cap of its own on a packet's outputs, the ingress port checked
+before it reaches C, a table's implicit default (NoAction), digests delivered when made."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ import threading
 import time
 from pathlib import Path
 
-from p4compiler.python_backend import compile_file
-from softswitch.api import Replica
+import pytest
+
+from p4compiler.python_backend import compile_file, compile_text
+from softswitch.api import Exact, Replica, SwitchError, TableEntry, check_ingress_port
 from softswitch.native_switch import NativeSwitch
 from softswitch.switch import Switch
 
@@ -35,6 +38,50 @@ def test_a_packet_may_have_more_outputs_than_any_fixed_buffer() -> None:
     assert len(native) == 2000 and native == py
     assert native[1999][0] == 1999 % 500 and len(native[1999][1]) == len(frame)
 
+
+@pytest.mark.parametrize("port", [-1, 512, 1 << 32, True])
+def test_ingress_port_must_fit_9_bits_on_both_backends(port: int) -> None:
+    """Before it reaches C (where a uint32_t would take 512 and cffi refuse -1 with an
+    OverflowError), and on the Python backend, which ran the program with any number."""
+    for sw in _both(compile_file(str(MULTICAST))):
+        with pytest.raises(SwitchError, match=r"ingress port .* out of range 0\.\.511 \(bit<9>\)"):
+            sw.process_packet(port, bytes(21))
+        sw.process_packet(511, bytes(21))
+    with pytest.raises(SwitchError, match=r"out of range 0\.\.511"):
+        check_ingress_port(port)
+
+
+IMPLICIT_DEFAULT = """
+#include <core.p4>
+#include <v1model.p4>
+header h_t { bit<8> k; bit<8> v; }
+struct headers_t { h_t h; }
+struct meta_t { }
+parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    state start { pkt.extract(hdr.h); transition accept; }
+}
+control VC(inout headers_t hdr, inout meta_t meta) { apply { } }
+control Ing(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    action set(bit<8> v, bit<9> port) { hdr.h.v = v; sm.egress_spec = port; }
+    table t { key = { hdr.h.k: exact; } actions = { set; } }
+    apply { sm.egress_spec = 2; t.apply(); }
+}
+control Eg(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) { apply { } }
+control CC(inout headers_t hdr, inout meta_t meta) { apply { } }
+control Dep(packet_out pkt, in headers_t hdr) { apply { pkt.emit(hdr); } }
+V1Switch(P(), VC(), Ing(), Eg(), CC(), Dep()) main;
+"""
+
+
+def test_table_without_default_action_runs_noaction_on_a_miss() -> None:
+    """P4-16: a table with no default_action has NoAction as its default; the miss must not run
+    `set` (the table's only action) with zero arguments."""
+    program = compile_text(IMPLICIT_DEFAULT, "implicit_default.p4")
+    for sw in _both(program):
+        assert sw.process_packet(1, b"\x05\x77") == [(2, b"\x05\x77")], sw.backend
+        sw.insert_entry(TableEntry("Ing.t", {"hdr.h.k": Exact(5)}, "Ing.set", {"v": 0x11, "port": 3}))
+        assert sw.process_packet(1, b"\x05\x77") == [(3, b"\x05\x11")], sw.backend
+        assert sw.process_packet(1, b"\x06\x77") == [(2, b"\x06\x77")], sw.backend
 
 
 def test_digests_are_delivered_when_made_not_at_the_next_packet_in_poll() -> None:

@@ -43,6 +43,8 @@
 #define SS_MAX_E2E_COPIES 1024u
 #define SS_MAX_DIGEST_FIELDS 64u /* fields per digest; a digest poll with room for this many
                                   * never fails for want of room */
+#define SS_NO_ACTION 4294967295u /* UINT32_MAX: ss_table_apply's action on a miss before a
+                                  * default is set (runs no action) */
 
 /* instance_type values of bmv2's simple_switch */
 enum { SS_NORMAL = 0, SS_I2E_CLONE = 1, SS_E2E_CLONE = 2, SS_RECIRC = 4, SS_REPLICATION = 5,
@@ -120,6 +122,10 @@ extern const ss_program ss_program_desc;
  * as its limbs, see Values above).  On return *action is the
  * action number (manifest numbering) of the hit entry or of the default action, and
  * *args points at its parameters (uint64_t each, in declaration order), valid for this pass.
+ * A table's default is what ss_table_set_default gave it; until then (and for a table number
+ * that is not defined) a miss returns SS_NO_ACTION, which runs no action: P4-16's implicit
+ * default is NoAction, and the loader sets each table's default, NoAction's number included,
+ * before the first packet.
  * Direct counters of the hit entry are counted and direct meters executed here (the colour
  * lands in c->last_meter_color[direct meter number]).  Returns 1 on hit, 0 on miss. */
 int ss_table_apply(ss_ctx *c, uint32_t table, const uint64_t *keys, uint32_t *action,

@@ -215,6 +215,7 @@ int ss_define_table(struct ss_switch *sw, uint32_t table, uint32_t n_keys, const
         t->sorted = calloc(size, sizeof(ss_entry *));
         if (!t->sorted) { free(t); rc = ss__error(sw, SS_ENOMEM, "out of memory"); goto out; }
     }
+    t->default_action = SS_NO_ACTION;  /* until ss_table_set_default: no action (NoAction) */
     t->default_args = NULL;
     sw->tables[table] = t;
 out:
@@ -693,7 +694,7 @@ int ss_table_apply(ss_ctx *c, uint32_t table, const uint64_t *keys, uint32_t *ac
                    const uint64_t **args) {
     struct ss_switch *sw = c->sw;
     if (table >= sw->n_tables || !sw->tables[table]) {
-        *action = 0;
+        *action = SS_NO_ACTION;
         *args = zero_args;
         return 0;
     }

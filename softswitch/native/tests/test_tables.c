@@ -54,7 +54,9 @@ static void test_exact(void) {
     CHECK(ss_define_table(sw, 5, 2, kinds, widths, 4, 0, 9, 1) == SS_EINVAL);
     uint64_t k[2] = {0x0000AABBCCDDEEFFull, 7}, args[3] = {11, 12, 13}, a0;
     uint32_t a;
-    CHECK(apply(sw, 3, k, &a, &a0) == 0 && a == 0 && a0 == 0);  /* no default set: action 0, zeros */
+    /* no default set: no action (P4-16's implicit NoAction), not action 0 with zero arguments */
+    CHECK(apply(sw, 3, k, &a, &a0) == 0 && a == SS_NO_ACTION && a0 == 0);
+    CHECK(apply(sw, 6, k, &a, &a0) == 0 && a == SS_NO_ACTION);  /* not a table */
     CHECK(ss_table_set_default(sw, 3, 9, args + 2, 1) == 0);
     CHECK(apply(sw, 3, k, &a, &a0) == 0 && a == 9 && a0 == 13);
     CHECK(ss_table_add(sw, 3, k, NULL, 0, 2, args, 1) == 0);
