@@ -89,7 +89,7 @@ parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_met
         pkt.extract(hdr.h);
         transition select(hdr.h.a, sm.ingress_port) { (vs, 1): accept; default: reject; }
     }
-}""", PLAIN_INGRESS, ir.KsValueSet, "a value_set inside a tuple keyset"),
+}""", PLAIN_INGRESS, ir.KsValueSet, None),
     "return_in_parser": ("""
 parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
     state start { pkt.extract(hdr.h); if (hdr.h.a == 0) { return; } transition reject; }
@@ -97,7 +97,7 @@ parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_met
     "varbit_assign": (PLAIN_PARSER, """
 control Ing(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
     apply { hdr.v2.opt = hdr.v.opt; }
-}""", ir.Assign, "assigning a varbit value"),
+}""", ir.Assign, None),
     "union_in_hash": (PLAIN_PARSER, """
 control Ing(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
     apply { hash(meta.hv, HashAlgorithm.crc32, 32w0, { hdr.u }, 32w0xffffffff); }

@@ -59,18 +59,23 @@ def _check_wide(n: Any, loc: Any) -> None:
         raise _refuse("a varbit length wider than 64 bits", loc)
 
 
+def _field(*es: Any) -> bool:
+    return all(isinstance(e, ir.Member) for e in es)
+
+
 def _visit(n: Any, loc: Any, in_parser: bool, seen: set[int]) -> None:
     """Check one IR node and everything under it; `loc` is the nearest statement's location."""
     loc = getattr(n, "loc", None) or loc
     _check_wide(n, loc)
     if in_parser and isinstance(n, ir.Exit):
         raise _refuse("exit in a parser", loc)
-    if isinstance(n, ir.Assign) and isinstance(n.rhs.type, ir.Varbit):
-        raise _refuse("assigning a varbit value", loc)
-    if isinstance(n, ir.KsValueSet):
-        raise _refuse("a value_set inside a tuple keyset", loc)
-    if isinstance(n, ir.BinOp) and isinstance(n.left.type, ir.Varbit):
-        raise _refuse("== on varbit values", loc)
+    # varbit values live in header fields only (emit.CEmitter.assign_varbit, varbit_eq)
+    if isinstance(n, ir.Assign) and isinstance(n.rhs.type, ir.Varbit) and not _field(n.lhs, n.rhs):
+        raise _refuse("varbit values outside header fields", loc)
+    if isinstance(n, ir.BinOp) and isinstance(n.left.type, ir.Varbit) and not _field(n.left, n.right):
+        raise _refuse("== on varbit values outside header fields", loc)
+    if isinstance(n, ir.Declare) and isinstance(n.var.type, ir.Varbit):
+        raise _refuse("varbit locals", loc)
     if isinstance(n, ir.Declare):
         _check_type(n.var.type, loc, seen)
     t = getattr(n, "type", None)

@@ -319,6 +319,8 @@ class CEmitter:
 
     def x_BinOp(self, e: ir.BinOp) -> str:
         op = e.op
+        if isinstance(e.left.type, ir.Varbit):
+            return self.varbit_eq(e)
         a, b = self.x(e.left), self.x(e.right)
         if op == "land":
             return f"({a} && {b})"
@@ -447,7 +449,27 @@ class CEmitter:
             self.line(f"{n} = {self.x(st.init)};", lvl)
 
     def s_Assign(self, st: ir.Assign, lvl: int) -> None:
+        if isinstance(st.rhs.type, ir.Varbit):
+            return self.assign_varbit(st, lvl)
         self.line(f"{self.lv(st.lhs)} = {self.x(st.rhs)};", lvl)
+
+    # A varbit value is a header field: its bytes `f_<name>[]` and length `f_<name>_bits`
+    # (c_backend.check refuses varbit values anywhere else).
+    def varbit_field(self, e: ir.Expr, write: bool) -> str:
+        assert isinstance(e, ir.Member), e
+        return f"{self.lv(e.base) if write else self.x(e.base)}.f_{e.field}"
+
+    def assign_varbit(self, st: ir.Assign, lvl: int) -> None:
+        """A varbit field copied whole: its bytes (as many as both hold) and its length."""
+        d, s = self.varbit_field(st.lhs, True), self.varbit_field(st.rhs, False)
+        self.line(f"memcpy({d}, {s}, sizeof {d} < sizeof {s} ? sizeof {d} : sizeof {s});", lvl)
+        self.line(f"{d}_bits = {s}_bits;", lvl)
+
+    def varbit_eq(self, e: ir.BinOp) -> str:
+        """== / != on varbit fields: equal lengths and equal bytes (the value's bits)."""
+        a, b = self.varbit_field(e.left, False), self.varbit_field(e.right, False)
+        eq = f"({a}_bits == {b}_bits && memcmp({a}, {b}, {a}_bits / 8) == 0)"
+        return eq if e.op == "eq" else f"(!{eq})"
 
     def s_AssignSlice(self, st: ir.AssignSlice, lvl: int) -> None:
         if wide.is_wide(st.lhs.type):
@@ -888,6 +910,9 @@ class CEmitter:
                     conds.append(f"{v} == {_u(ks.value)}")
                 elif isinstance(ks, ir.KsMask):
                     conds.append(f"({v} & {_u(ks.mask)}) == {_u(ks.value)}")
+                elif isinstance(ks, ir.KsValueSet):  # one element of a tuple: its own value set
+                    words = ", ".join(self.wide.limbs_of(v, t))
+                    conds.append(f"ss_value_set_match(c, {ks.value_set}, (const uint64_t[]){{{words}}})")
                 elif isinstance(ks, ir.KsRange):
                     parts = []
                     if ks.lo > 0:

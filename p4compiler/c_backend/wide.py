@@ -568,6 +568,9 @@ class Wide:
             return f"{T}_eq({v}, {c(ks.value)})"
         if isinstance(ks, ir.KsMask):
             return f"{T}_eq({T}_and({v}, {c(ks.mask)}), {c(ks.value & ks.mask)})"
+        if isinstance(ks, ir.KsValueSet):
+            words = ", ".join(self.limbs_of(v, t))
+            return f"ss_value_set_match(c, {ks.value_set}, (const uint64_t[]){{{words}}})"
         if isinstance(ks, ir.KsRange):
             if t.signed:
                 return f"({T}_cmp_s({v}, {c(ks.lo)}, {w}) >= 0 && {T}_cmp_s({v}, {c(ks.hi)}, {w}) <= 0)"
