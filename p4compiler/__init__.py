@@ -2,9 +2,8 @@
 
     preprocess.py   #include / #define / #if
     frontend/       lexer, LALR grammar (lark), syntax tree
-    python_backend/ type checking (it still writes Python text from the syntax tree as it checks,
-                    run only with INNET_PY_EMITTER=ast) and emit.py: ir -> Python, the executable
-                    reference
+    python_backend/ the type check (and the control-plane view it collects) and emit.py:
+                    ir -> Python, the executable reference
     lower.py        the mid end: syntax tree -> ir (reuses python_backend's typing rules)
     ir.py           the typed, lowered, inlined program that both back ends walk
     c_backend/      ir -> C for the native runtime (check.py: what C cannot represent)

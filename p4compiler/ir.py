@@ -23,10 +23,10 @@ back end runs lowers (tests/test_lower.py); a back end refuses what it cannot re
 visit the nodes generically.
 
 Both emitters consume it: `c_backend.emit` (C) and `python_backend.emit` (Python, the executable
-reference). What is left of the old path: the front end's checks and the control-plane facts
-(ProgramInfo, TableSpec, ExternSpec) still come from `python_backend`'s syntax-tree walk, which
-also writes Python text that runs only with INNET_PY_EMITTER=ast; `lower.Lower` takes its
-numbering from that walk.
+reference). The front end's checks and the control-plane facts (ProgramInfo, TableSpec,
+ExternSpec) come from `python_backend`'s type-check walk, which `lower.Lower` reruns with its
+expression methods overridden (and takes its object numbering from); that walk still threads
+expression text (`V.code`) left from the former Python generator, never assembled or run.
 """
 
 from __future__ import annotations

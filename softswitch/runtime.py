@@ -1,7 +1,7 @@
 """Run-time support of generated pipeline code: the per-packet context and small helpers.
 
-The names here are what the code generator emits (see softswitch/compiler); keep them short
-and cheap, they run per packet.
+The names here are what p4compiler.python_backend.emit writes; keep them short and cheap,
+they run per packet.
 """
 
 from __future__ import annotations
@@ -24,24 +24,11 @@ class ExitSignal(Exception):
     """`exit` statement: ends the current top-level control block."""
 
 
-class ExitWithOuts(ExitSignal):
-    """`exit` inside a callee with scalar out/inout parameters: carries the values the caller
-    still copies out (P4-16: copy-out happens after exit, up the whole call stack)."""
-
-    def __init__(self, vals: tuple):
-        super().__init__()
-        self.vals = vals
-
-
 class AssertionFailed(Exception):
     pass
 
 
 _EXIT = ExitSignal()
-
-
-def _REJECT(c: Any) -> None:
-    raise ParserError(None)
 
 
 class Packet:
@@ -83,27 +70,8 @@ def _stack_at(s: Stack, i: int) -> Any:
     return s.h[0].__class__()
 
 
-def _setv(h: Any, v: bool) -> None:
-    h._v = v
-
-
 def _union_members(u: Any) -> list:
     return [getattr(u, n) for n in u.__slots__]
-
-
-def _invalidate(x: Any) -> None:
-    """An `out` argument of a composite type starts uninitialized: its headers are invalid."""
-    if isinstance(x, Stack):
-        for h in x.h:
-            h._v = False
-        x.nxt = 0
-    elif isinstance(x, P4Header):
-        x._v = False
-    else:
-        for name in type(x).__slots__:
-            v = getattr(x, name)
-            if isinstance(v, (Stack, P4Header, P4Struct)):
-                _invalidate(v)
 
 
 def _union_set_valid(u: Any, h: Any) -> None:
@@ -115,19 +83,6 @@ def _union_set_valid(u: Any, h: Any) -> None:
 
 def _union_valid(u: Any) -> bool:
     return any(m._v for m in _union_members(u))
-
-
-def _mk(cls: type, valid: bool | None, **fields: Any) -> Any:
-    o = cls()
-    for k, v in fields.items():
-        cur = getattr(o, k)
-        if hasattr(cur, "_set"):
-            cur._set(v)
-        else:
-            setattr(o, k, v)
-    if valid:
-        o._v = True
-    return o
 
 
 def _sext(v: int, w: int) -> int:
@@ -150,11 +105,6 @@ def _advance(P: Packet, bits: int) -> None:
     P.off += bits // 8
 
 
-def _mark_to_drop(sm: Any) -> None:
-    sm.egress_spec = 511
-    sm.mcast_grp = 0
-
-
 def _hash(algo: str, fields: Any) -> int:
     return algorithms.compute_hash(algo, fields)
 
@@ -167,18 +117,6 @@ def _csum(algo: str, fields: Any, payload: bytes = b"") -> int:
     if algo == "csum16":
         return algorithms.checksum16(fields, payload)
     return algorithms.compute_hash(algo, fields, payload)
-
-
-def _clone(P: Packet, ctype: str, session: int, paths: tuple) -> None:
-    P.clone = (str(ctype).endswith("E2E"), session, paths)
-
-
-def _set_flag(P: Packet, which: str, paths: tuple) -> None:
-    setattr(P, which, paths)
-
-
-def _set_truncate(P: Packet, n: int) -> None:
-    P.truncate = n
 
 
 def _assert(cond: bool, where: str) -> None:
@@ -235,30 +173,8 @@ def _pack_varbit(h: Any, spec: list) -> bytes:
     return acc.to_bytes((total + 7) // 8, "big")
 
 
-def generated_globals(program: Any) -> dict[str, Any]:
-    """The global namespace of a compiled program's generated module."""
-    g: dict[str, Any] = {
-        "__builtins__": __builtins__,
-        "Stack": Stack,
-        "ParserError": ParserError,
-        "_EXIT": _EXIT,
-        "_ExitSignal": ExitSignal,
-        "_ExitWithOuts": ExitWithOuts,
-        "_REJECT": _REJECT,
-        "_ACCEPT": None,
-        "CLASSES": {name: t.cls for name, t in program.classes.items()},
-        "_ERRNO": {e: i for i, e in enumerate(program.errors)},
-    }
-    for name in ("_invalidate", "_stack_next", "_stack_last", "_stack_at", "_setv", "_union_set_valid",
-                 "_union_valid", "_mk",
-                 "_sext", "_peek", "_advance", "_mark_to_drop", "_hash", "_hash_result", "_csum", "_clone",
-                 "_set_flag", "_set_truncate", "_assert", "_extract_varbit", "_pack_varbit"):
-        g[name] = globals()[name]
-    return g
-
-
-def ir_globals() -> dict[str, Any]:
-    """The global namespace of a module written by the IR emitter (p4compiler.python_backend.emit)."""
+def module_globals() -> dict[str, Any]:
+    """The global namespace of a module written by p4compiler.python_backend.emit."""
     g: dict[str, Any] = {
         "__builtins__": __builtins__,
         "_Stack": Stack,
@@ -275,8 +191,8 @@ def ir_globals() -> dict[str, Any]:
 
 
 def instantiate(program: Any, rt: Any) -> dict[str, Any]:
-    """Run a compiled program's generated module against a runtime; returns the pipeline's functions
-    (and, for the IR emitter's module, the state classes and error names)."""
-    g = ir_globals() if getattr(program, "emitter", "ast") == "ir" else generated_globals(program)
+    """Run a compiled program's generated module against a runtime; returns the pipeline's functions,
+    the state classes and the error names."""
+    g = module_globals()
     exec(program.code, g)
     return g["__build"](rt)

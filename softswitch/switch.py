@@ -52,10 +52,8 @@ class _Runtime:
             obj = None  # direct_counter lives in table entries; action profiles are not supported
         return obj
 
-    def table(self, name: str) -> Any:
-        if self.sw._ir:  # the IR emitter's code looks entries up itself: give it the table
-            return self.sw._make_table(name)
-        return self.sw._table_proxy(name)
+    def table(self, name: str) -> Table:
+        return self.sw._make_table(name)
 
     def value_set(self, name: str, size: int) -> ValueSet:
         vs = ValueSet(name, size)
@@ -75,18 +73,6 @@ class _Runtime:
         for v in data:
             text = text.replace("{}", str(v), 1)
         log.info("log_msg: %s", text)
-
-
-class _TableProxy:
-    """Stands in for a table while the generated module is being built."""
-
-    __slots__ = ("table",)
-
-    def __init__(self) -> None:
-        self.table: Table | None = None
-
-    def apply(self, c: Any) -> tuple[bool, str]:
-        return self.table.apply(c)  # type: ignore[union-attr]
 
 
 class Switch:
@@ -119,11 +105,9 @@ class Switch:
             self.direct_meters: dict[str, DirectMeter] = {}
             self.value_sets: dict[str, ValueSet] = {}
             self.tables: dict[str, Table] = {}
-            self._proxies: dict[str, _TableProxy] = {}
             self.mc: dict[int, list[Replica]] = {}
             self.sessions: dict[int, CloneSession] = {}
             self._pending_digests: list[tuple[str, dict[str, int]]] = []
-            self._ir = getattr(program, "emitter", "ast") == "ir"
             self._action_no = {a.name: i for i, a in enumerate(program.info.actions)}
             built = runtime.instantiate(program, _Runtime(self))
             blocks = built["blocks"]
@@ -136,30 +120,20 @@ class Switch:
             specs = {t.p4name: t for t in program.tables}
             for tinfo in program.info.tables:
                 spec = specs[tinfo.name]
-                if self._ir:
-                    t = self.tables.get(tinfo.name) or self._make_table(tinfo.name)
-                else:
-                    key_fn, action_fns = built["tables"][tinfo.name]
-                    dm = self.direct_meters.get(spec.direct_meter) if spec.direct_meter else None
-                    t = Table(tinfo, spec, key_fn, action_fns, spec.direct_counter, dm)
-                    self.tables[tinfo.name] = t
-                    self._proxies[tinfo.name].table = t
+                t = self.tables.get(tinfo.name) or self._make_table(tinfo.name)
                 for keys, action, args, prio in spec.const_entries:
                     match = {f: m for f, m in zip(t.field_names, keys, strict=False) if m is not None}
                     argd = dict(zip([n for n, _ in spec.action_params[action]], args, strict=False))
                     t.insert(api.TableEntry(tinfo.name, match, action, argd, prio or 0, is_const=True))
-            if self._ir:  # error values are numbers; run-time helpers raise ParserError by name
-                self._H, self._M, self._SM = built["classes"]
-                self._errno: dict[Any, int] | None = {n: i for i, n in enumerate(built["errors"])}
-            else:
-                H, Mt, SM = program.headers_type, program.meta_type, program.std_meta_type
-                self._H, self._M, self._SM = H.cls, Mt.cls, SM.cls
-                self._errno = None
+            self._H, self._M, self._SM = built["classes"]
+            # error values are numbers; the run-time helpers raise ParserError by name
+            self._errno: dict[Any, int] = {n: i for i, n in enumerate(built["errors"])}
             self._pkt_in = program.controller_headers.get("packet_in")
             self._pkt_out = program.controller_headers.get("packet_out")
 
     def _make_table(self, name: str) -> Table:
-        """A table for the IR emitter's code: its actions are the program's action numbers."""
+        """A table for the generated code (which runs the actions itself): its actions map to the
+        program's action numbers."""
         tinfo = self.info.table(name)
         spec = next(t for t in self.program.tables if t.p4name == name)
         dm = self.direct_meters.get(spec.direct_meter) if spec.direct_meter else None
@@ -167,11 +141,6 @@ class Switch:
         t = Table(tinfo, spec, None, acts, spec.direct_counter, dm)  # type: ignore[arg-type]
         self.tables[name] = t
         return t
-
-    def _table_proxy(self, name: str) -> _TableProxy:
-        p = _TableProxy()
-        self._proxies[name] = p
-        return p
 
     # ------------------------------------------------------------------ tables
     def _table(self, name: str) -> Table:
@@ -352,10 +321,7 @@ class Switch:
             self._parser(P, hdr, meta, sm)
         except ParserError as e:
             # bmv2: the packet still enters ingress, with the error recorded
-            if self._errno is None:
-                sm.parser_error = e.error or "NoError"
-            else:
-                sm.parser_error = self._errno.get(e.error, e.error) if e.error is not None else 0
+            sm.parser_error = self._errno.get(e.error, e.error) if e.error is not None else 0
         return hdr, meta, sm, P
 
     def _run_ingress(self, data: bytes, port: int, itype: int, preserved: tuple, ingress_q: deque) -> list:

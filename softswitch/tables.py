@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from p4compiler.model import TableInfo
 from softswitch import api
@@ -20,7 +20,7 @@ class Entry:
     action: str
     args: dict[str, int]
     priority: int
-    fn: Callable
+    fn: Any  # what the table's action_fns maps the action to (its number)
     argv: tuple
     checks: tuple  # (index, value, mask) for masked comparisons
     ranges: tuple  # (index, lo, hi)
@@ -35,8 +35,10 @@ class Table:
     """One table of a running program. Lookup strategy follows the key: dict for exact keys,
     per-prefix-length dicts for one lpm field (plus exact ones), a ranked scan otherwise."""
 
-    def __init__(self, info: TableInfo, spec: Any, key_fn: Callable, action_fns: dict[str, Callable],
+    def __init__(self, info: TableInfo, spec: Any, key_fn: Any, action_fns: dict[str, Any],
                  direct_counter: Any = None, direct_meter: Any = None):
+        # key_fn: unused (the generated code computes the key); action_fns: action name -> what
+        # `run` returns for it (the program's action number)
         self.info = info
         self.name = info.name
         self.spec = spec
@@ -285,21 +287,8 @@ class Table:
                     return e
         return None
 
-    def apply(self, c: Any) -> tuple[bool, str]:
-        e = self.lookup(self.key_fn(c))
-        if e is None:
-            fn, argv = self._default_call
-            fn(c, *argv)
-            return False, self.default_action
-        e.packets += 1
-        e.bytes += c.P.length
-        if self.direct_meter is not None:
-            c.P.meter_color[self.direct_meter.name] = self.direct_meter.execute_entry(e, c.P.length)
-        e.fn(c, *e.argv)
-        return True, e.action
-
     def run(self, k: tuple, P: Any) -> tuple[bool, Any, tuple]:
-        """Look up key `k` for the IR emitter's code, which runs the action itself: (hit, action,
+        """Look up key `k` for the generated code, which runs the action itself: (hit, action,
         arguments), where action is what `action_fns` maps the action's name to (its number)."""
         e = self.lookup(k)
         if e is None:

@@ -153,10 +153,9 @@ def test_unsupported_action_selector_is_reported_at_the_property(tmp_path: Path)
     assert "not supported" in msg
 
 
-@pytest.mark.parametrize("emitter", ["ast", "ir"])
-def test_exit_copies_out_and_out_headers_start_invalid(tmp_path: Path, emitter: str) -> None:
+def test_exit_copies_out_and_out_headers_start_invalid(tmp_path: Path) -> None:
     """`exit` in a callee still hands its inout values back; an `out` header argument starts
-    invalid (run on the Python both emitters write)."""
+    invalid."""
     from softswitch.switch import Switch
 
     locals_ = ("    action ex(inout bit<8> v) { v = 3; exit; }\n")
@@ -164,6 +163,6 @@ def test_exit_copies_out_and_out_headers_start_invalid(tmp_path: Path, emitter: 
         "control I(", "void clear(out h_t x) { }\ncontrol I(")
     path = tmp_path / "prog.p4"
     path.write_text(src)
-    sw = Switch(compile_file(str(path), emitter=emitter))
+    sw = Switch(compile_file(str(path)))
     assert sw.process_packet(1, bytes([7, 0, 1, 0])) == [(0, bytes([3, 0, 1, 0]))]  # exit: a = 3
     assert sw.process_packet(1, bytes([7, 0, 2, 0])) == [(0, b"")]  # h invalid: not emitted

@@ -1,16 +1,18 @@
 """The Python back end: compile a P4-16 v1model program into Python code the software switch runs per packet.
 
-This package is also the front end's type checker: codegen/blocks/calls/stmts check the program
-and collect its control-plane view (ProgramInfo, TableSpec, ExternSpec) while they write Python
-text from the syntax tree. That text is no longer what runs by default: `emit.py` writes the
-Python from the lowered IR (p4compiler.lower -> p4compiler.ir), the form the C back end also
-consumes, so a fix in the front end or the lowering reaches both back ends. INNET_PY_EMITTER=ast
-(or `emitter="ast"`) still runs the type checker's own text.
+    syntax tree --type check (codegen/blocks/calls/stmts)--> ProgramInfo, TableSpec, ExternSpec
+                --p4compiler.lower--> p4compiler.ir --emit.py--> Python source of __build(RT)
+
+The type check is also this package's: codegen/blocks/calls/stmts walk the syntax tree, check
+it (errors are one located line) and collect the control-plane view. The only Python that runs
+is `emit.py`'s, written from the IR the C back end also consumes, so a fix in the front end or
+the lowering reaches both back ends. (The walk still threads expression text through its values,
+`V.code`, a leftover of the former generator that is never assembled or run.)
 
     program = compile_file("prog.p4")
     program.info          # ProgramInfo: tables, actions, registers, ... (control-plane view)
     program.ir            # the lowered program (p4compiler.ir.Program)
-    # the software switch (softswitch.runtime.instantiate) runs program.code against its runtime
+    program.source        # the Python emit.py wrote; softswitch.runtime.instantiate runs program.code
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ V1SWITCH_BLOCKS = ("parser", "verify_checksum", "ingress", "egress", "compute_ch
 @dataclass
 class CompiledProgram:
     info: M.ProgramInfo
-    source: str  # the generated Python source (for debugging: `python -m p4compiler.python_backend`)
+    source: str  # the Python emit.py wrote from the IR
     code: Any  # compiled code object of `source`
     tables: list[TableSpec]
     externs: list[ExternSpec]
@@ -42,19 +44,16 @@ class CompiledProgram:
     headers_type: T.StructLikeT
     meta_type: T.StructLikeT
     std_meta_type: T.StructLikeT
-    classes: dict[str, T.StructLikeT]
     errors: list[str]
     p4_source: str = ""  # the preprocessed P4 text, for P4Runtime's GetForwardingPipelineConfig
     filename: str = ""
     controller_headers: dict[str, T.StructLikeT] = field(default_factory=dict)
-    emitter: str = "ast"  # who wrote `source`: "ast" (the type checker) or "ir" (emit.PyEmitter)
-    ir: Any = None  # the lowered program (p4compiler.ir.Program) when emitter == "ir"
+    ir: Any = None  # the lowered program (p4compiler.ir.Program)
 
 
-def compile_file(path: str, include_dirs: Sequence[str] = (), defines: Mapping[str, str] | None = None,
-                 emitter: str | None = None) -> CompiledProgram:
-    """Preprocess, parse and compile a P4-16 file for the v1model architecture. `emitter` picks
-    who writes the Python the switch runs: "ir" or "ast" (default: $INNET_PY_EMITTER, else ir)."""
+def compile_file(path: str, include_dirs: Sequence[str] = (), defines: Mapping[str, str] | None = None
+                 ) -> CompiledProgram:
+    """Preprocess, parse and compile a P4-16 file for the v1model architecture."""
     import os
 
     from p4compiler.preprocess import preprocess
@@ -66,7 +65,7 @@ def compile_file(path: str, include_dirs: Sequence[str] = (), defines: Mapping[s
     cp = compile_program(prog)
     cp.p4_source = text
     cp.filename = path
-    return _emit(cp, emitter, prog)
+    return cp
 
 
 def parse_source_preprocessed(text: str, filename: str) -> A.Program:
@@ -76,7 +75,7 @@ def parse_source_preprocessed(text: str, filename: str) -> A.Program:
 
 
 def compile_text(text: str, filename: str = "<device config>", include_dirs: Sequence[str] = (),
-                 defines: Mapping[str, str] | None = None, emitter: str | None = None) -> CompiledProgram:
+                 defines: Mapping[str, str] | None = None) -> CompiledProgram:
     """Compile P4-16 source given as text (e.g. the device config of a P4Runtime pipeline)."""
     from p4compiler.preprocess import preprocess_text
 
@@ -86,30 +85,21 @@ def compile_text(text: str, filename: str = "<device config>", include_dirs: Seq
     cp = compile_program(prog)
     cp.p4_source = text
     cp.filename = filename
-    return _emit(cp, emitter, prog)
-
-
-def _emit(cp: CompiledProgram, emitter: str | None, tree: A.Program) -> CompiledProgram:
-    """Keep the type checker's Python, or replace it with the IR emitter's (emit.py)."""
-    from p4compiler.python_backend.emit import EMITTERS, default_emitter, emit_python
-
-    emitter = emitter or default_emitter()
-    if emitter not in EMITTERS:
-        raise P4Error(f"unknown Python emitter {emitter!r}: choose one of {', '.join(EMITTERS)}")
-    if emitter == "ir":
-        emit_python(cp, tree)
     return cp
 
 
 def compile_program(prog: A.Program) -> CompiledProgram:
-    return _Build(prog).run()
+    """Type-check a parsed program, lower it to the IR and write its Python (emit.py)."""
+    from p4compiler.python_backend.emit import emit_python
+
+    cp = _Build(prog).run()
+    emit_python(cp, prog)
+    return cp
 
 
 class _Build(Compiler):
     def __init__(self, prog: A.Program):
         super().__init__(prog)
-        self.helpers: set[str] = set()
-        self.pending_blocks: list[tuple[str, list[str], list[str]]] = []
         self.pending_tables: list[tuple[Any, Any, str, str]] = []
         self.direct_counters: dict[str, Any] = {}
         self.direct_meters: dict[str, Any] = {}
@@ -152,18 +142,10 @@ class _Build(Compiler):
         for st in self.digests.values():
             self.info.digests.append(M.DigestInfo(st.type_name, [
                 M.StructField(n, T.serial_width(ft) or 0) for n, ft in st.fields]))
-        for t in self.class_types.values():
-            if t.cls is None:
-                t.cls = T.make_class(t)
-        source = self._assemble(fns)
-        try:
-            code = compile(source, "<p4 generated>", "exec")
-        except SyntaxError as e:  # a bug in the generator, not in the user's program
-            raise P4Error(f"internal error: generated code does not compile: {e}") from None
         return CompiledProgram(
-            info=self.info, source=source, code=code, tables=self.tables, externs=self.externs, blocks=fns,
-            headers_type=hdr_t, meta_type=meta_t, std_meta_type=sm_t, classes=self.class_types,
-            errors=self.errors, controller_headers=self.ctl_headers,
+            info=self.info, source="", code=None, tables=self.tables, externs=self.externs, blocks=fns,
+            headers_type=hdr_t, meta_type=meta_t, std_meta_type=sm_t, errors=self.errors,
+            controller_headers=self.ctl_headers,
         )
 
     # -------------------------------------------------------------- main package
@@ -228,29 +210,6 @@ class _Build(Compiler):
                 self.info.actions.append(M.ActionInfo(
                     t.default_action,
                     [M.ActionParam(n, w, i) for i, (n, w, _) in enumerate(params, start=1)]))
-
-    # -------------------------------------------------------------- module assembly
-    def _assemble(self, fns: dict[str, str]) -> str:
-        out = ["def __build(RT):"]
-        for cls_name in self.class_types:
-            out.append(f"    {cls_name} = CLASSES[{cls_name!r}]")
-        for ctx, slots, _ in self.pending_blocks:
-            uniq = list(dict.fromkeys(slots))
-            out.append(f"    class {ctx}:")
-            out.append(f"        __slots__ = {tuple(uniq)!r}")
-        for ln in self.em.lines:
-            out.append("    " + ln if ln else "")
-        for _, _, lines in self.pending_blocks:
-            for ln in lines:
-                out.append("    " + ln)
-            out.append("")
-        ret = ", ".join(f"{k!r}: {v}" for k, v in fns.items())
-        def acts(t: TableSpec) -> str:
-            return ", ".join(f"{a!r}: {f}" for a, f in t.action_fns.items())
-
-        tables = ", ".join(f"{t.p4name!r}: ({t.key_fn}, {{{acts(t)}}})" for t in self.tables)
-        out.append(f"    return {{'blocks': {{{ret}}}, 'tables': {{{tables}}}}}")
-        return "\n".join(out) + "\n"
 
 
 def _field_lists(meta: T.StructLikeT) -> dict[int, list[tuple[str, ...]]]:

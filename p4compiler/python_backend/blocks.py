@@ -1,5 +1,6 @@
-"""Code generation for blocks: parsers and their states, controls, actions, functions, tables,
-and the per-header-type extract/emit functions."""
+"""The type check of blocks: parsers and their states, controls, actions, functions, tables;
+collects the control-plane view (ProgramInfo, TableSpec, ExternSpec). The Python that runs is
+written from the IR (emit.py); the text these functions still build is never assembled."""
 
 from __future__ import annotations
 
@@ -32,126 +33,6 @@ def emit_function(cp: Compiler, lines: list[str]) -> None:
     for ln in lines:
         cp.em(ln)
     cp.em("")
-
-
-# ---------------------------------------------------------------------------- header I/O
-def _field_unpack(t: T.StructLikeT) -> list[tuple[str, int, T.Type]]:
-    return [(T.pyname(n), T.serial_width(ft) or 0, ft) for n, ft in t.fields]
-
-
-def _conv_in(expr: str, ft: T.Type, w: int) -> str:
-    if isinstance(ft, T.BoolT):
-        return f"bool({expr})"
-    if isinstance(ft, T.BitT) and ft.signed:
-        return f"_sext({expr}, {w})"
-    return expr
-
-
-def _conv_out(expr: str, ft: T.Type, w: int) -> str:
-    if isinstance(ft, T.BoolT):
-        return f"int({expr})"
-    if isinstance(ft, T.BitT) and ft.signed:
-        return f"({expr} & {(1 << w) - 1:#x})"
-    return expr
-
-
-def _varbit_spec(t: T.StructLikeT) -> list[tuple[str, int | None, bool, bool]]:
-    """(attribute, width or None for the varbit field, signed, bool) per field, for the slow
-    bit-level extract/emit of headers with a varbit field (runtime._extract_varbit/_pack_varbit)."""
-    return [(T.pyname(n), T.serial_width(ft), isinstance(ft, T.BitT) and ft.signed, isinstance(ft, T.BoolT))
-            for n, ft in t.fields]
-
-
-def _has_varbit(t: T.StructLikeT) -> bool:
-    return any(isinstance(ft, T.VarbitT) for _, ft in t.fields)
-
-
-def extract_fn(cp: Compiler, t: T.StructLikeT, node: Any) -> str:
-    name = f"_ex_{t.cls_name}"
-    if name in cp.helpers:
-        return name
-    cp.helpers.add(name)
-    em = Emitter()
-    if _has_varbit(t):
-        spec = _varbit_spec(t)
-        em(f"def {name}(P, h, varbits=None):")
-        em(f"    _extract_varbit(P, h, {spec!r}, varbits)")
-        emit_function(cp, em.lines)
-        return name
-    width = t.bit_width() or 0
-    nbytes = width // 8
-    em(f"def {name}(P, h, varbits=None):")
-    with em.indent():
-        em("o = P.off")
-        em(f"e = o + {nbytes}")
-        em("if e > P.n:")
-        em("    raise ParserError('PacketTooShort')")
-        if nbytes:
-            em("v = int.from_bytes(P.data[o:e], 'big')")
-        shift = width
-        for attr, w, ft in _field_unpack(t):
-            shift -= w
-            if shift == 0 and w == width:
-                raw = "v"
-            elif shift == 0:
-                raw = f"(v & {(1 << w) - 1:#x})"
-            elif shift + w == width:
-                raw = f"(v >> {shift})"
-            else:
-                raw = f"((v >> {shift}) & {(1 << w) - 1:#x})"
-            em(f"h.{attr} = {_conv_in(raw, ft, w)}")
-        em("h._v = True")
-        em("P.off = e")
-    emit_function(cp, em.lines)
-    return name
-
-
-def lookahead_fn(cp: Compiler, t: T.StructLikeT, node: Any) -> str:
-    name = f"_look_{t.cls_name}"
-    if name in cp.helpers:
-        return name
-    cp.helpers.add(name)
-    ex = extract_fn(cp, t, node)
-    em = Emitter()
-    em(f"def {name}(P):")
-    em(f"    h = {t.cls_name}()")
-    em("    o = P.off")
-    em(f"    {ex}(P, h)")
-    em("    P.off = o")
-    em("    return h")
-    emit_function(cp, em.lines)
-    return name
-
-
-def emit_fn(cp: Compiler, t: T.StructLikeT, node: Any) -> str:
-    name = f"_em_{t.cls_name}"
-    if name in cp.helpers:
-        return name
-    cp.helpers.add(name)
-    em = Emitter()
-    if _has_varbit(t):
-        spec = _varbit_spec(t)
-        em(f"def {name}(out, h):")
-        em("    if h._v:")
-        em(f"        out.append(_pack_varbit(h, {spec!r}))")
-        emit_function(cp, em.lines)
-        return name
-    width = t.bit_width() or 0
-    nbytes = width // 8
-    terms = []
-    shift = width
-    for attr, w, ft in _field_unpack(t):
-        shift -= w
-        val = _conv_out(f"h.{attr}", ft, w)
-        terms.append(f"({val} << {shift})" if shift else val)
-    em(f"def {name}(out, h):")
-    em("    if h._v:")
-    if terms:
-        em(f"        out.append(({' | '.join(terms)}).to_bytes({nbytes}, 'big'))")
-    else:
-        em("        pass")
-    emit_function(cp, em.lines)
-    return name
 
 
 # ---------------------------------------------------------------------------- params
@@ -394,7 +275,6 @@ def compile_block(cp: Compiler, decl: Any, p4name: str, ctor_args: list[A.Arg], 
                     stmt(cp, s, scope, em, fc)
         if outs:
             em(f"return (None, {', '.join(outs)},)")
-    cp.pending_blocks.append((ctx, slot_list, em.lines))
     # make the tables' actions and keys exist
     return fn
 

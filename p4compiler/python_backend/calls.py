@@ -1,5 +1,5 @@
-"""Code generation for calls: methods of headers, stacks, packets, tables and externs, actions,
-functions, and the v1model/core extern functions."""
+"""The type check of calls: methods of headers, stacks, packets, tables and externs, actions,
+functions, and the v1model/core extern functions (the text they build is never run; see codegen)."""
 
 from __future__ import annotations
 
@@ -234,8 +234,6 @@ def call_block(cp: Compiler, b: BlockInst, e: A.Call, scope: Scope, em: Emitter)
 
 # ---------------------------------------------------------------------------- packets
 def packet_in_method(cp: Compiler, pkt: V, method: str, e: A.Call, scope: Scope, em: Emitter) -> V:
-    from p4compiler.python_backend.blocks import extract_fn, lookahead_fn
-
     P = pkt.code
     if method == "extract":
         if len(e.args) not in (1, 2):
@@ -246,7 +244,7 @@ def packet_in_method(cp: Compiler, pkt: V, method: str, e: A.Call, scope: Scope,
             if not isinstance(stack.type, T.StackT):
                 raise err("next is only defined on header stacks", target)
             ht = stack.type.element
-            fn = extract_fn(cp, ht, e)
+            fn = f"_ex_{ht.cls_name}"
             h = cp.uid("_h")
             em(f"{h} = _stack_next({stack.code})")
             if len(e.args) == 2:
@@ -259,7 +257,7 @@ def packet_in_method(cp: Compiler, pkt: V, method: str, e: A.Call, scope: Scope,
         h = cp.value(target, scope, em)
         if not (isinstance(h.type, T.StructLikeT) and h.type.is_header):
             raise err(f"extract needs a header, not {h.type}", target)
-        fn = extract_fn(cp, h.type, e)
+        fn = f"_ex_{h.type.cls_name}"
         union = union_of(cp, target, scope)
         if len(e.args) == 2:
             bits = cp.value(e.args[1].value, scope, em)
@@ -278,7 +276,7 @@ def packet_in_method(cp: Compiler, pkt: V, method: str, e: A.Call, scope: Scope,
         if isinstance(t, T.BoolT):
             return V(f"bool(_peek({P}, 1))", t)
         if isinstance(t, T.StructLikeT) and t.is_header:
-            return V(f"{lookahead_fn(cp, t, e)}({P})", t)
+            return V(f"_look_{t.cls_name}({P})", t)
         raise err(f"lookahead of type {t} is not supported", e)
     if method == "advance":
         if len(e.args) != 1:
@@ -301,11 +299,9 @@ def packet_out_method(cp: Compiler, pkt: V, method: str, e: A.Call, scope: Scope
 
 
 def emit_value(cp: Compiler, out: str, code: str, t: T.Type, em: Emitter, node: Any) -> None:
-    from p4compiler.python_backend.blocks import emit_fn
-
     if isinstance(t, T.StructLikeT):
         if t.is_header:
-            em(f"{emit_fn(cp, t, node)}({out}, {code})")
+            em(f"_em_{t.cls_name}({out}, {code})")
             return
         for fname, ft in t.fields:
             emit_value(cp, out, f"{code}.{T.pyname(fname)}", ft, em, node)

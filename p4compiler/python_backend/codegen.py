@@ -1,10 +1,9 @@
-"""P4-16 -> Python code generator.
+"""The front end's type check: name and type resolution, constant folding, the checks of
+expressions (errors are one located line), and the walk that collects the control-plane view.
 
-The program is compiled once into the source of one Python function, `__build(RT)`, whose
-nested functions are the parser states, actions, controls and deparser of every block
-instance. Per packet, the switch calls those functions directly: no syntax tree is walked
-at run time. `RT` supplies the stateful objects (tables, registers, counters, ...), so one
-compiled program can back several independent switches.
+`p4compiler.lower` subclasses `Compiler` to produce the IR with the same rules; the Python the
+switch runs is written from that IR (emit.py). `V.code` is expression text left from the former
+Python generator: it is threaded through the checks but never assembled or run.
 """
 
 from __future__ import annotations
@@ -138,7 +137,6 @@ class Compiler:
         self.info_actions: dict[str, Any] = {}  # p4name -> (decl, params)
         self.info_tables: list[Any] = []
         self.digests: dict[str, T.StructLikeT] = {}
-        self.class_types: dict[str, T.StructLikeT] = {}
         self.emitted_actions: dict[int, str] = {}
         self.ctx_slots: dict[str, list[str]] = {}
         self.field_list_paths: dict[int, list[tuple[str, ...]]] = {}
@@ -275,7 +273,6 @@ class Compiler:
                 if w is not None and w % 8 != 0:
                     raise err(f"header {d.name} is {w} bits long; bmv2 and this switch need a multiple of 8",
                               d)
-            self.class_types[st.cls_name] = st
             return st
         if isinstance(d, A.EnumDecl):
             if d.underlying is None:

@@ -1,7 +1,7 @@
 """IR -> Python: the Python back end's emitter over `p4compiler.ir` (the counterpart of
 `c_backend.emit`), so that a fix in the front end or the lowering reaches both back ends.
 
-    cp = compile_file("prog.p4")        # emitter="ir" is the default ($INNET_PY_EMITTER=ast: the old one)
+    cp = compile_file("prog.p4")        # type check, lower, then this emitter
     cp.source                          # the Python this module wrote
 
 The module it writes defines one class per header/struct/union type and the per-header
@@ -20,7 +20,6 @@ with a loop over a state number; a sub-parser is a nested loop (`accept` breaks 
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from p4compiler import ir
@@ -30,18 +29,6 @@ from p4compiler.python_backend.types import pyname
 # v1model HashAlgorithm member names by the IR's algorithm numbers (lower.ALGORITHMS)
 _ALGO_NAMES = ("crc32", "crc32_custom", "crc16", "crc16_custom", "random", "identity", "csum16", "xor16")
 _COMPOSITE = (ir.Header, ir.Struct, ir.Union_, ir.Stack)
-
-EMITTERS = ("ast", "ir")
-
-
-def default_emitter() -> str:
-    """$INNET_PY_EMITTER (ir: Python written by this module from the IR; ast: by the type checker
-    as it checks, the former reference), else ir."""
-    e = os.environ.get("INNET_PY_EMITTER", "ir").strip().lower() or "ir"
-    if e not in EMITTERS:
-        raise P4Error(f"INNET_PY_EMITTER={e!r}: choose one of {', '.join(EMITTERS)}")
-    return e
-
 
 def _sext(v: int, w: int) -> int:
     return v - (1 << w) if w and v >> (w - 1) else v
@@ -770,10 +757,9 @@ class PyEmitter:
 
 
 def emit_python(cp: Any, tree: Any = None) -> None:
-    """Lower a compiled program to the IR and replace its Python code with this emitter's
-    (`cp.source`, `cp.code`; `cp.emitter` becomes "ir", `cp.ir` the lowered program). `tree` is
-    the program's syntax tree (the type checker leaves it unchanged); without it the source
-    text is parsed again."""
+    """Lower a type-checked program to the IR and write its Python (`cp.ir`, `cp.source`,
+    `cp.code`). `tree` is the program's syntax tree (the type check leaves it unchanged); without
+    it the source text is parsed again."""
     from p4compiler.frontend.parser import parse_text
     from p4compiler.lower import Lower
 
@@ -789,4 +775,4 @@ def emit_python(cp: Any, tree: Any = None) -> None:
         code = compile(source, "<p4 generated from the IR>", "exec")
     except SyntaxError as e:  # a bug in this emitter, not in the user's program
         raise P4Error(f"internal error: generated code does not compile: {e}") from None
-    cp.source, cp.code, cp.emitter, cp.ir = source, code, "ir", prog
+    cp.source, cp.code, cp.ir = source, code, prog

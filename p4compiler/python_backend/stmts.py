@@ -1,4 +1,4 @@
-"""Code generation for statements and assignments."""
+"""The type check of statements and assignments (the text they build is never run; see codegen)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,11 @@
-"""Types of the P4-16 compiler, and the Python classes that hold header and struct values.
+"""Types of the P4-16 compiler's type check, and the run-time bases of the Python that emit.py
+writes (P4Header, P4Struct, Stack).
 
 Runtime representation (chosen for speed of the generated code):
   bit<W>/int<W>/serializable enum -> Python int (int<W> kept in signed range)
-  bool -> Python bool; error / plain enum / match_kind -> str
-  header / struct / header_union -> instance of a generated class with __slots__
+  bool -> Python bool; error / plain enum -> its number (the IR's)
+  header / struct / header_union -> instance of a generated class with __slots__ (its base
+  P4Header / P4Struct)
   header stack -> Stack
 """
 
@@ -113,8 +115,7 @@ class StructLikeT(Type):
     fields: list[tuple[str, Type]]
     annotations: list[Any] = field(default_factory=list)
     field_annotations: dict[str, list[Any]] = field(default_factory=dict)
-    cls_name: str = ""
-    cls: Any = None  # the generated Python class, set when the module is built
+    cls_name: str = ""  # a unique identifier (the IR's type name)
 
     def name(self) -> str:
         return self.type_name
@@ -281,88 +282,8 @@ class Stack:
         return isinstance(other, Stack) and self.h == other.h
 
 
-def make_class(t: StructLikeT) -> type:
-    """Build the Python class holding values of a header/struct/union type."""
-    names = [pyname(n) for n, _ in t.fields]
-    base = P4Header if t.is_header else P4Struct
-    slots = tuple(names)
-    init_lines = []
-    copy_lines = []
-    set_lines = []
-    eq_terms = []
-    ns: dict[str, Any] = {"Stack": Stack}
-    for (_fname, ftype), attr in zip(t.fields, names, strict=False):
-        default = _default_expr(ftype, ns, attr)
-        init_lines.append(f"    self.{attr} = {default}")
-        if isinstance(ftype, (StructLikeT, StackT)):
-            copy_lines.append(f"    n.{attr} = self.{attr}._copy()")
-            set_lines.append(f"    self.{attr}._set(o.{attr})")
-        else:
-            copy_lines.append(f"    n.{attr} = self.{attr}")
-            set_lines.append(f"    self.{attr} = o.{attr}")
-        eq_terms.append(f"self.{attr} == o.{attr}")
-    if t.is_header:
-        init_lines.insert(0, "    self._v = False")
-        copy_lines.insert(0, "    n._v = self._v")
-        set_lines.insert(0, "    self._v = o._v")
-    cls_name = t.cls_name or ("H_" + t.type_name)
-    src = ["def __init__(self):"] + (init_lines or ["    pass"])
-    src += ["def _copy(self):", f"    n = {cls_name}.__new__({cls_name})"] + copy_lines + ["    return n"]
-    src += ["def _set(self, o):"] + (set_lines or ["    pass"])
-    if t.is_header:
-        # two headers are equal when both are invalid, or both valid with equal fields
-        eq = " and ".join(eq_terms) or "True"
-        src += ["def __eq__(self, o):",
-                f"    return (not self._v and not o._v) or (self._v == o._v and {eq})"]
-    else:
-        src += ["def __eq__(self, o):", f"    return {' and '.join(eq_terms) or 'True'}"]
-    body = "\n".join(src)
-    exec(compile(body, f"<class {cls_name}>", "exec"), ns)
-    cls = type(
-        cls_name,
-        (base,),
-        {
-            "__slots__": slots,
-            "__init__": ns["__init__"],
-            "_copy": ns["_copy"],
-            "_set": ns["_set"],
-            "__eq__": ns["__eq__"],
-            "__hash__": None,
-            "_p4type": t,
-        },
-    )
-    ns[cls_name] = cls
-    return cls
-
-
-def _default_expr(t: Type, ns: dict[str, Any], attr: str) -> str:
-    if isinstance(t, BoolT):
-        return "False"
-    if isinstance(t, (BitT, VarbitT)):
-        return "0"
-    if isinstance(t, EnumT):
-        if t.underlying is not None:
-            return "0"
-        return repr(f"{t.enum_name}.{t.members[0]}") if t.members else "None"
-    if isinstance(t, ErrorT):
-        return "'NoError'"
-    if isinstance(t, StructLikeT):
-        if t.cls is None:
-            t.cls = make_class(t)
-        key = f"_C_{attr}"
-        ns[key] = t.cls
-        return f"{key}()"
-    if isinstance(t, StackT):
-        if t.element.cls is None:
-            t.element.cls = make_class(t.element)
-        key = f"_C_{attr}"
-        ns[key] = t.element.cls
-        return f"Stack([{key}() for _ in range({t.size})])"
-    return "None"
-
-
 def default_value(t: Type) -> Any:
-    """A fresh default value of type t (0, False, an invalid header, ...)."""
+    """The default value of a scalar type t (0, False, ...), as the type check writes it."""
     if isinstance(t, BoolT):
         return False
     if isinstance(t, (BitT, VarbitT, IntT)):
@@ -373,12 +294,4 @@ def default_value(t: Type) -> Any:
         return f"{t.enum_name}.{t.members[0]}" if t.members else None
     if isinstance(t, ErrorT):
         return "NoError"
-    if isinstance(t, StructLikeT):
-        if t.cls is None:
-            t.cls = make_class(t)
-        return t.cls()
-    if isinstance(t, StackT):
-        if t.element.cls is None:
-            t.element.cls = make_class(t.element)
-        return Stack([t.element.cls() for _ in range(t.size)])
     return None
