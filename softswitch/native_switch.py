@@ -455,11 +455,15 @@ class NativeSwitch(Switch):
                 return
             d = self._digests[num[0]]
             data, i = {}, 0
-            for name, w in d["fields"]:  # a field wider than 64 bits comes as its limbs
+            signed = d.get("signed") or []
+            for f, (name, w) in enumerate(d["fields"]):  # a field wider than 64 bits: its limbs
                 k = len(wide.limb_widths(w))
                 if i + k > nf[0]:
                     break
-                data[name] = wide.join([int(fields[i + j]) for j in range(k)], w)
+                v = wide.join([int(fields[i + j]) for j in range(k)], w)
+                if f < len(signed) and signed[f] and v >> (w - 1):  # int<W>: signed, as in Python
+                    v -= 1 << w
+                data[name] = v
                 i += k
             for h in self._digest_handlers:
                 h(d["name"], [data])

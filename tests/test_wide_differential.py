@@ -287,3 +287,46 @@ def test_generated_wide_expressions_agree(seed: int, tmp_path: Path) -> None:
             vals.append(rng.choice([0, top, 1, 1 << (w - 1), rng.getrandbits(w), rng.getrandbits(w)]))
         vals[-1] = rng.choice([0, 1, 63, 64, 65, 128, 199, 200, 255, rng.getrandbits(8)])
         _same(ref, nat, _frame(widths, vals))
+
+
+DIGEST_PROGRAM = """#include <core.p4>
+#include <v1model.p4>
+header ethernet_t { bit<48> dst; bit<48> src; bit<16> etype; }
+header key_t { bit<128> k; bit<72> s; bit<8> b; }
+struct headers_t { ethernet_t eth; key_t key; }
+struct learn_t { bit<128> k; bit<8> b; bit<72> s; int<100> neg; }
+struct meta_t { }
+parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    state start { pkt.extract(hdr.eth); pkt.extract(hdr.key); transition accept; }
+}
+control VC(inout headers_t hdr, inout meta_t meta) { apply { } }
+control Ing(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    apply {
+        digest<learn_t>(1, { hdr.key.k, hdr.key.b, hdr.key.s, -((int<100>)hdr.key.s) });
+        sm.egress_spec = 1;
+    }
+}
+control Eg(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) { apply { } }
+control CC(inout headers_t hdr, inout meta_t meta) { apply { } }
+control Dep(packet_out pkt, in headers_t hdr) { apply { pkt.emit(hdr.eth); pkt.emit(hdr.key); } }
+V1Switch(P(), VC(), Ing(), Eg(), CC(), Dep()) main;
+"""
+
+
+def test_wide_digest_fields_agree(tmp_path: Path) -> None:
+    """A digest with 128-, 72- and 100-bit (signed) fields reaches the handler whole on both."""
+    path = tmp_path / "digest.p4"
+    path.write_text(DIGEST_PROGRAM)
+    program = compile_file(str(path))
+    rng = random.Random(5)
+    got: dict[str, list] = {"python": [], "native": []}
+    switches = {"python": Switch(program, seed=1), "native": NativeSwitch(program, seed=1)}
+    for name, sw in switches.items():
+        sw.add_digest_handler(lambda n, data, name=name: got[name].append((n, data)))
+    for _ in range(20):
+        vals = [rng.choice([0, (1 << 128) - 1, rng.getrandbits(128)]),
+                rng.choice([0, (1 << 72) - 1, 1 << 71, rng.getrandbits(72)]), rng.getrandbits(8)]
+        frame = _frame([128, 72, 8], vals)
+        _same(switches["python"], switches["native"], frame)
+    assert len(got["python"]) == 20
+    assert got["python"] == got["native"]

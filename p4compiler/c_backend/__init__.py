@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from p4compiler import ir
 from p4compiler import model as M
 from p4compiler.c_backend.check import check_native
 from p4compiler.lower import NativeUnsupported, lower_program
@@ -41,9 +42,17 @@ def emit_c(program: CompiledProgram) -> NativeProgram:
     if len(program.info.direct_meters) > 8:  # ss_ctx.last_meter_color has 8 slots
         raise NativeUnsupported("the native backend does not support more than 8 direct meters yet")
     prog = lower_program(program)
-    check_native(prog)  # the C limits (wide values, varbit scalars, ...): the IR itself covers them
+    check_native(prog)  # the C limits (wide hash results, varbit locals, ...): the IR covers them
     source = CEmitter(prog).run()
-    return NativeProgram(source, build_manifest(program, prog.field_lists, prog.errors))
+    manifest = build_manifest(program, prog.field_lists, prog.errors)
+    # digest fields of int<W> type: the loader gives them to handlers signed, as the Python
+    # back end does (the C side carries two's complement bits)
+    for st in ir.walk([s for body in prog.controls.values() for s in body]):
+        if isinstance(st, ir.ExternCall) and st.kind == "digest" and st.obj < len(manifest["digests"]):
+            manifest["digests"][st.obj]["signed"] = [
+                isinstance(a.type, ir.Bits) and a.type.signed for a in st.args
+            ]
+    return NativeProgram(source, manifest)
 
 
 def _key_pair(m: Any, kind: str, width: int) -> list[int]:
