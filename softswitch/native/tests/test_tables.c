@@ -414,6 +414,46 @@ static void test_externs(void) {
     ss_switch_free(sw);
 }
 
+/* ------------------------------------------------------------------ a range over two limbs */
+/* A 128-bit range key as RANGE + RANGE_NEXT (most significant limb first), next to an exact key:
+ * low and high compare as 128-bit numbers, so a low bound whose low limb exceeds the high bound's
+ * is a valid range when its high limb is smaller. */
+static void test_wide_range(void) {
+    struct ss_switch *sw = ss_switch_new(64, 1);
+    uint8_t kinds[3] = {SS_MATCH_EXACT, SS_MATCH_RANGE, SS_MATCH_RANGE_NEXT};
+    uint16_t widths[3] = {8, 64, 64};
+    uint8_t bad[2] = {SS_MATCH_RANGE_NEXT, SS_MATCH_RANGE};
+    CHECK(ss_define_table(sw, 1, 2, bad, widths + 1, 4, 0, -1, 1) == SS_EINVAL);  /* continues nothing */
+    uint8_t bad2[2] = {SS_MATCH_EXACT, SS_MATCH_RANGE_NEXT};
+    CHECK(ss_define_table(sw, 1, 2, bad2, widths, 4, 0, -1, 1) == SS_EINVAL);
+    CHECK(ss_define_table(sw, 1, 3, kinds, widths, 8, 0, -1, 1) == 0);
+    uint64_t args[1] = {7};
+    /* [1:5 .. 2:3] (high limb : low limb), priority 2 */
+    uint64_t v[3] = {9, 1, 5}, m[3] = {0xff, 2, 3};
+    CHECK(ss_table_add(sw, 1, v, m, 2, 1, args, 1) == 0);
+    CHECK(ss_table_add(sw, 1, v, m, 2, 1, args, 1) == SS_EEXIST);
+    uint64_t rv[3] = {9, 2, 3}, rm[3] = {0xff, 1, 5};
+    CHECK(ss_table_add(sw, 1, rv, rm, 3, 2, args, 1) == SS_EINVAL);  /* 2:3 > 1:5: low > high */
+    /* everything, priority 1 (loses to the first where both match) */
+    uint64_t wv[3] = {9, 0, 0}, wm[3] = {0xff, ~0ull, ~0ull};
+    CHECK(ss_table_add(sw, 1, wv, wm, 1, 3, args, 1) == 0);
+    uint32_t a = 0;
+    uint64_t a0 = 0;
+    static const struct { uint64_t hi, lo; uint32_t action; } probe[] = {
+        {1, 4, 3}, {1, 5, 1}, {1, ~0ull, 1}, {2, 0, 1}, {2, 3, 1}, {2, 4, 3}, {0, 9, 3}, {3, 0, 3},
+    };
+    for (unsigned i = 0; i < sizeof probe / sizeof probe[0]; i++) {
+        uint64_t k[3] = {9, probe[i].hi, probe[i].lo};
+        CHECK(apply(sw, 1, k, &a, &a0) == 1 && a == probe[i].action);
+    }
+    uint64_t k[3] = {8, 1, 5};  /* the exact key differs */
+    CHECK(apply(sw, 1, k, &a, &a0) == 0);
+    CHECK(ss_table_delete(sw, 1, v, m, 2) == 0);
+    uint64_t k2[3] = {9, 1, 5};
+    CHECK(apply(sw, 1, k2, &a, &a0) == 1 && a == 3);
+    ss_switch_free(sw);
+}
+
 int main(void) {
     test_exact();
     test_exact_random();
@@ -423,6 +463,7 @@ int main(void) {
     test_two_lpm();
     test_direct_meter();
     test_externs();
-    printf("tables: exact, lpm, ternary/range/optional (both priority orders), direct counters and meters, externs, queues ok\n");
+    test_wide_range();
+    printf("tables: exact, lpm, ternary/range/optional (both priority orders), a range over two limbs, direct counters and meters, externs, queues ok\n");
     return 0;
 }
