@@ -4,8 +4,6 @@ written from the IR (emit.py); the text these functions still build is never ass
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from p4compiler import model as M
@@ -27,12 +25,6 @@ from p4compiler.python_backend.scope import (
     Var,
 )
 from p4compiler.python_backend.stmts import FnContext, stmt
-
-
-def emit_function(cp: Compiler, lines: list[str]) -> None:
-    for ln in lines:
-        cp.em(ln)
-    cp.em("")
 
 
 # ---------------------------------------------------------------------------- params
@@ -61,21 +53,6 @@ def scalar_outs(cp: Compiler, params: list[A.Param], pscope: Scope, prefix: str)
     return outs
 
 
-@contextmanager
-def exit_copies_out(em: Emitter, outs: list[str]) -> Iterator[None]:
-    """Wrap a callee body so that `exit` still hands its scalar out/inout values to the caller,
-    which copies them out before exiting further (P4-16 calling convention)."""
-    if not outs:
-        yield
-        return
-    em("try:")
-    with em.indent():
-        yield
-    em("except _ExitSignal:")
-    with em.indent():
-        em(f"raise _ExitWithOuts((None, {', '.join(outs)},))")
-
-
 # ---------------------------------------------------------------------------- actions, functions
 def ensure_action(cp: Compiler, b: ActionBind) -> str:
     if b.fn:
@@ -83,19 +60,11 @@ def ensure_action(cp: Compiler, b: ActionBind) -> str:
     d: A.ActionDecl = b.decl
     b.fn = f"a_{cp.safe(b.p4name)}_{cp.uid('')}"
     scope = Scope(b.scope, kind="action")
-    names = bind_params(cp, d.params, b.scope, scope, "p_")
+    bind_params(cp, d.params, b.scope, scope, "p_")
     fc = FnContext(outs=scalar_outs(cp, d.params, b.scope, "p_"))
-    em = Emitter()
-    em(f"def {b.fn}(c{''.join(', ' + n for n in names)}):")
-    with em.indent(), exit_copies_out(em, fc.outs):
-        n0 = len(em.lines)
-        for s in d.body.stmts:
-            stmt(cp, s, scope, em, fc)
-        if fc.outs:
-            em(f"return (None, {', '.join(fc.outs)},)")
-        elif len(em.lines) == n0:
-            em("pass")
-    emit_function(cp, em.lines)
+    em = Emitter()  # the text the checks write is not kept
+    for s in d.body.stmts:
+        stmt(cp, s, scope, em, fc)
     params = []
     for p in d.params:
         if p.direction == "":
@@ -114,20 +83,13 @@ def ensure_function(cp: Compiler, b: FuncBind) -> str:
     proto = b.decl.proto
     b.fn = f"f_{cp.safe(proto.name)}_{cp.uid('')}"
     scope = Scope(b.scope, kind="function")
-    names = bind_params(cp, proto.params, b.scope, scope, "p_")
+    bind_params(cp, proto.params, b.scope, scope, "p_")
     ret_type = cp.resolve_type(proto.return_type, b.scope)
     fc = FnContext(outs=scalar_outs(cp, proto.params, b.scope, "p_"),
                    ret_type=None if isinstance(ret_type, T.VoidT) else ret_type)
-    em = Emitter()
-    em(f"def {b.fn}(c{''.join(', ' + n for n in names)}):")
-    with em.indent(), exit_copies_out(em, fc.outs):
-        for s in b.decl.body.stmts:
-            stmt(cp, s, scope, em, fc)
-        if fc.outs:
-            em(f"return (None, {', '.join(fc.outs)},)")
-        else:
-            em("return None")
-    emit_function(cp, em.lines)
+    em = Emitter()  # the text the checks write is not kept
+    for s in b.decl.body.stmts:
+        stmt(cp, s, scope, em, fc)
     return b.fn
 
 
@@ -178,7 +140,6 @@ def extern_instance(cp: Compiler, d: A.Instance, scope: Scope, prefix: str) -> N
     from p4compiler.python_backend.codegen import ExternSpec
 
     cp.externs.append(ExternSpec(kind, p4name, code, spec_args))
-    cp.em(f"{code} = RT.extern({kind!r}, {p4name!r}, {spec_args!r})")
     scope.add(d.name, ExternInst(code, t, p4name, d))
 
 
@@ -223,14 +184,11 @@ def compile_block(cp: Compiler, decl: Any, p4name: str, ctor_args: list[A.Arg], 
             if not v.is_const:
                 raise err(f"constructor argument {p.name} must be a compile-time constant", a)
             scope.add(p.name, Const(cp.coerce_const(v, pt, a), pt))
-    names = bind_params(cp, decl.params, scope, scope, "p_")
+    bind_params(cp, decl.params, scope, scope, "p_")
     for p in decl.params:
         b = scope.lookup_local(p.name)
         if isinstance(b, Var) and b.code.startswith("p_"):
             b.code = "c." + b.code
-    slots = ["P"] + [n for n in names]
-    ctx = f"Ctx_{fn}"
-    slot_list: list[str] = []
     em_init = Emitter()
     em_init.level = 1
     fc_ctl = FnContext(local_prefix="c.l_")
@@ -254,28 +212,16 @@ def compile_block(cp: Compiler, decl: Any, p4name: str, ctor_args: list[A.Arg], 
     for pending in [t for t in cp.pending_tables if t[1] is scope]:
         finish_table(cp, *pending)
     cp.pending_tables = [t for t in cp.pending_tables if t[1] is not scope]
-    slot_list.extend(slots + cp.ctx_slots.pop("__current__", []))
+    cp.ctx_slots.pop("__current__", None)
     if prev_current is not None:
         cp.ctx_slots["__current__"] = prev_current
-    em = Emitter()
-    em(f"def {fn}(P{''.join(', ' + n for n in names)}):")
-    with em.indent():
-        em(f"c = {ctx}()")
-        em("c.P = P")
-        for n in names:
-            em(f"c.{n} = {n}")
-        em.lines.extend(em_init.lines)
-        outs = scalar_outs(cp, decl.params, scope, "c.p_")
-        if isinstance(decl, A.ParserDecl):
-            parser_body(cp, decl, scope, em, p4name)
-        else:
-            fc = FnContext(outs=outs)
-            with exit_copies_out(em, outs):
-                for s in decl.apply.stmts:
-                    stmt(cp, s, scope, em, fc)
-        if outs:
-            em(f"return (None, {', '.join(outs)},)")
-    # make the tables' actions and keys exist
+    em = Emitter()  # the text the checks write is not kept
+    if isinstance(decl, A.ParserDecl):
+        parser_body(cp, decl, scope, em, p4name)
+    else:
+        fc = FnContext(outs=scalar_outs(cp, decl.params, scope, "c.p_"))
+        for s in decl.apply.stmts:
+            stmt(cp, s, scope, em, fc)
     return fn
 
 
@@ -290,14 +236,10 @@ def parser_body(cp: Compiler, decl: A.ParserDecl, scope: Scope, em: Emitter, p4n
         if s.name in ("accept", "reject"):
             raise err(f"state {s.name} cannot be redefined", s)
         st_scope = Scope(scope, kind="state")
-        sem = Emitter()
-        sem(f"def {fns[s.name]}(c):")
-        with sem.indent():
-            fc = FnContext(in_parser=True)
-            for x in s.stmts:
-                stmt(cp, x, st_scope, sem, fc)
-            transition(cp, s, st_scope, sem, fns)
-        emit_function(cp, sem.lines)
+        fc = FnContext(in_parser=True)
+        for x in s.stmts:
+            stmt(cp, x, st_scope, em, fc)
+        transition(cp, s, st_scope, em, fns)
     em(f"st = {fns['start']}")
     em("while st is not None:")
     em("    st = st(c)")
@@ -399,7 +341,6 @@ def value_set(cp: Compiler, d: A.ValueSetDecl, scope: Scope, prefix: str) -> Non
     else:
         fields = [M.MatchField(d.name, T.serial_width(t) or 0, "exact", 1)]
     cp.info.value_sets.append(M.ValueSetInfo(p4name, size, fields))
-    cp.em(f"{code} = RT.value_set({p4name!r}, {size})")
     scope.add(d.name, ValueSetBind(code, t, p4name))
 
 
@@ -453,12 +394,6 @@ def finish_table(cp: Compiler, d: A.TableDecl, scope: Scope, p4name: str, code: 
         codes.append(kc)
         mfs.append(M.MatchField(fname, w, k.match_kind, i, anns))
     key_fn = f"k_{code}"
-    kem = Emitter()
-    kem(f"def {key_fn}(c):")
-    with kem.indent():
-        kem.lines.extend("    " + ln for ln in em.lines)
-        kem(f"return ({''.join(c + ', ' for c in codes)})")
-    emit_function(cp, kem.lines)
 
     # actions
     act_prop = d.prop("actions")
@@ -479,27 +414,11 @@ def finish_table(cp: Compiler, d: A.TableDecl, scope: Scope, p4name: str, code: 
         if dir_params:
             if len(r.args) != len(dir_params):
                 raise err(f"action {r.name} needs its directional arguments bound in the actions list", r)
-            wrapper = f"w_{fn}_{cp.uid('')}"
-            wem = Emitter()
-            cpn = [f"cp_{i}" for i in range(len(cp_params))]
-            wem(f"def {wrapper}(c{''.join(', ' + n for n in cpn)}):")
-            with wem.indent():
-                from p4compiler.python_backend.calls import bind_args
+            from p4compiler.python_backend.calls import bind_args
 
-                call = A.Call(A.NameExpr(r.name), [], list(r.args), loc=r.loc)
-                codes_, outs = bind_args(cp, dir_params, [a.value for a in call.args], b.scope, scope, wem,
-                                         r.name, call)
-                # build argument list in declaration order
-                it_dir = iter(codes_)
-                it_cp = iter(cpn)
-                ordered = [next(it_dir) if p.direction != "" else next(it_cp) for p in b.decl.params]
-                from p4compiler.python_backend.calls import finish_call
-
-                res = finish_call(cp, f"{fn}(c, {', '.join(ordered)})", outs, T.VOID, scope, wem)
-                if res.code not in ("None", "") and not outs:
-                    wem(res.code)
-            emit_function(cp, wem.lines)
-            fn = wrapper
+            # type-check the directional arguments the actions list binds
+            call = A.Call(A.NameExpr(r.name), [], list(r.args), loc=r.loc)
+            bind_args(cp, dir_params, [a.value for a in call.args], b.scope, scope, Emitter(), r.name, call)
         action_fns[b.p4name] = fn
         action_params[b.p4name] = [(p.name, _param_width(cp, p, b.scope)) for p in cp_params]
         scope_s = "TABLE_AND_DEFAULT"
@@ -610,7 +529,6 @@ def finish_table(cp: Compiler, d: A.TableDecl, scope: Scope, p4name: str, code: 
     spec = TableSpec(p4name, key_fn, kinds, widths, action_fns, action_params, dname, dargs, entries,
                      dcounter, dmeter, size, largest_wins)
     cp.tables.append(spec)
-    cp.em(f"{code} = RT.table({p4name!r})")
 
 
 def _param_width(cp: Compiler, p: A.Param, scope: Scope) -> int:
