@@ -330,3 +330,63 @@ def test_wide_digest_fields_agree(tmp_path: Path) -> None:
         _same(switches["python"], switches["native"], frame)
     assert len(got["python"]) == 20
     assert got["python"] == got["native"]
+
+
+CONST_PROGRAM = """#include <core.p4>
+#include <v1model.p4>
+header ethernet_t { bit<48> dst; bit<48> src; bit<16> etype; }
+header key_t { bit<128> k; bit<72> s; bit<128> res; bit<8> tag; }
+struct headers_t { ethernet_t eth; key_t key; }
+struct meta_t { }
+parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    state start { pkt.extract(hdr.eth); pkt.extract(hdr.key); transition accept; }
+}
+control VC(inout headers_t hdr, inout meta_t meta) { apply { } }
+control Ing(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    action put(bit<128> v, bit<8> tag) { hdr.key.res = v; hdr.key.tag = tag; }
+    action put72(bit<72> v) { hdr.key.res = (bit<128>)v; hdr.key.tag = 0x72; }
+    table by_range {
+        key = { hdr.key.k: range; hdr.key.s: ternary; }
+        actions = { put; put72; }
+        const entries = {
+            (128w0x10000000000000000 .. 128w0x2ffffffffffffffff, _): put(128w0xabcdef0123456789abcdef, 1);
+            (128w5 .. 128w0xffffffffffffffffffff, 72w0xff00000000000000ff &&& 72w0xff00000000000000ff):
+                put72(72w0x8000000000000000ff);
+            (_, 72w0x1 &&& 72w0x1): put(128w0xffffffffffffffffffffffffffffffff, 3);
+        }
+        const default_action = put(128w0x1234567890abcdef1234567890abcdef, 0xdd);
+    }
+    table by_lpm {
+        key = { hdr.key.s: lpm; }
+        actions = { put; NoAction; }
+        const entries = {
+            72w0xff0000000000000000 &&& 72w0xff0000000000000000: put(128w0x99, 0x08);
+            72w0xff8000000000000000 &&& 72w0xffc000000000000000: put(128w0x9a, 0x0a);
+        }
+    }
+    apply {
+        if (hdr.key.tag == 0) { by_range.apply(); } else { by_lpm.apply(); }
+        sm.egress_spec = 1;
+    }
+}
+control Eg(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) { apply { } }
+control CC(inout headers_t hdr, inout meta_t meta) { apply { } }
+control Dep(packet_out pkt, in headers_t hdr) { apply { pkt.emit(hdr.eth); pkt.emit(hdr.key); } }
+V1Switch(P(), VC(), Ing(), Eg(), CC(), Dep()) main;
+"""
+
+
+def test_wide_const_entries_agree(tmp_path: Path) -> None:
+    """const entries and a const default action with wide keys (range, ternary, lpm) and wide
+    arguments, installed by the loaders of both back ends from the program text."""
+    path = tmp_path / "const.p4"
+    path.write_text(CONST_PROGRAM)
+    program = compile_file(str(path))
+    ref, nat = Switch(program, seed=1), NativeSwitch(program, seed=1)
+    rng = random.Random(9)
+    picks = [0, 4, 5, 6, 1 << 64, (1 << 64) - 1, 3 << 64, (3 << 64) - 1, (1 << 80) - 1, 1 << 80,
+             (1 << 128) - 1]
+    for _ in range(60):
+        k = rng.choice(picks + [rng.getrandbits(128)])
+        s = rng.choice([0, 1, (0xff << 64) | 0xff, 0xff << 64, 0xff8 << 60, rng.getrandbits(72)])
+        _same(ref, nat, _frame([128, 72, 128, 8], [k, s, 0, rng.choice([0, 0, 1])]))
