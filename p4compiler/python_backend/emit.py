@@ -8,10 +8,11 @@ The module it writes defines one class per header/struct/union type and the per-
 extract/emit functions at module level, and `__build(RT)`, which binds the program's stateful
 objects from the switch's runtime `RT` and returns the six v1model block functions (one Python
 function each: sub-controls, actions and functions are already inlined by the lowering) and the
-state classes. Values are represented as the AST emitter represents them, so the run-time
-helpers of softswitch.runtime and the switch's tables serve both: bit<W> a Python int in 0..2^W-1,
-int<W> a Python int in the signed range, bool a Python bool, error and plain enum values their
-numbers (the IR's), varbit values (value, bits) once extracted.
+state classes (their run-time support: softswitch.runtime and the switch's tables). Values:
+bit<W> a Python int in 0..2^W-1, int<W> a Python int in the signed range (the IR's constants and
+the control plane's values are two's complement bits, converted where they enter), bool a Python
+bool, error and plain enum values their numbers (the IR's), varbit values (value, bits) once
+extracted.
 
 The IR's `Labeled`/`Leave` (inlined `return`) become a flag per label: a `Leave` sets it, and
 the statements after one that may leave run under `if not flag:`. Parsers are one function
@@ -24,11 +25,12 @@ from typing import Any
 
 from p4compiler import ir
 from p4compiler.errors import P4Error
+from p4compiler.lower import ALGORITHMS
 from p4compiler.python_backend.types import pyname
 
-# v1model HashAlgorithm member names by the IR's algorithm numbers (lower.ALGORITHMS)
-_ALGO_NAMES = ("crc32", "crc32_custom", "crc16", "crc16_custom", "random", "identity", "csum16", "xor16")
+_ALGO_NAMES = {n: name for name, n in ALGORITHMS.items()}  # the IR's algorithm numbers -> names
 _COMPOSITE = (ir.Header, ir.Struct, ir.Union_, ir.Stack)
+
 
 def _sext(v: int, w: int) -> int:
     return v - (1 << w) if w and v >> (w - 1) else v
