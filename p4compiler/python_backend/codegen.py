@@ -80,10 +80,11 @@ class TableSpec:
     """What the runtime needs to build a table (besides its ProgramInfo record)."""
 
     p4name: str
-    key_fn: str  # name of the generated key function
+    key_fn: str  # a name left from the former generator (the emitted code computes keys itself)
     key_kinds: list[str]
     key_widths: list[int]
-    action_fns: dict[str, str]  # action p4 name -> generated function name
+    action_fns: dict[str, str]  # the table's actions in order (p4 name -> a name left from the former
+    # generator; the keys are what the lowering, the switch and the C manifest use)
     action_params: dict[str, list[tuple[str, int]]]
     default_action: str
     default_args: list[int]
