@@ -26,6 +26,9 @@ DROP_PORT = 511
 # instance_type values of bmv2's simple_switch
 NORMAL, INGRESS_CLONE, EGRESS_CLONE, COALESCED, RECIRC, REPLICATION, RESUBMIT = 0, 1, 2, 3, 4, 5, 6
 MAX_LOOPS = 16  # resubmit/recirculate passes per packet, so a buggy program cannot loop forever
+# egress copies E2E clones may make per input packet (clone-of-clone loops end here); the native
+# backend's SS_MAX_E2E_COPIES: a clone that would pass it makes no copy
+MAX_E2E_COPIES = 1024
 
 
 class _Runtime:
@@ -294,6 +297,7 @@ class Switch:
             outputs: list[tuple[int, bytes]] = []
             ingress_q: deque = deque([(bytes(data), ingress_port, NORMAL, ())])
             loops = 0
+            self._e2e_copies = 0
             while ingress_q:
                 loops += 1
                 if loops > MAX_LOOPS:
@@ -383,7 +387,13 @@ class Switch:
         if P.clone is not None and P.clone[0]:
             _, sid, paths = P.clone
             saved = _capture(paths, meta, sm)
-            for r in self._session_replicas(sid):
+            reps = self._session_replicas(sid)
+            if self._e2e_copies + len(reps) > MAX_E2E_COPIES:
+                log.debug("E2E clone to session %d not made: over %d copies for this packet", sid,
+                          MAX_E2E_COPIES)
+                reps = []
+            self._e2e_copies += len(reps)
+            for r in reps:
                 m2, s2 = self._M(), self._SM()
                 s2.ingress_port = sm.ingress_port
                 s2.packet_length = sm.packet_length

@@ -1,6 +1,7 @@
 """NativeSwitch's glue to the C runtime (softswitch/native_switch.py): what crosses it must behave
-as on the Python backend. No cap of its own on a packet's outputs, the ingress port checked
-before it reaches C, a table's implicit default (NoAction), digests delivered when made."""
+as on the Python backend. No cap of its own on a packet's outputs, the same bound on E2E
+clone-of-clone loops, the ingress port checked before it reaches C, a table's implicit default
+(NoAction), digests delivered when made."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from p4compiler.python_backend import compile_file, compile_text
-from softswitch.api import Exact, Replica, SwitchError, TableEntry, check_ingress_port
+from softswitch.api import CloneSession, Exact, Replica, SwitchError, TableEntry, check_ingress_port
 from softswitch.native_switch import NativeSwitch
 from softswitch.switch import Switch
 
@@ -38,6 +39,43 @@ def test_a_packet_may_have_more_outputs_than_any_fixed_buffer() -> None:
     assert len(native) == 2000 and native == py
     assert native[1999][0] == 1999 % 500 and len(native[1999][1]) == len(frame)
 
+
+CLONE_LOOP = """
+#include <core.p4>
+#include <v1model.p4>
+header h_t { bit<8> itype; bit<16> n; }
+struct headers_t { h_t h; }
+struct meta_t { }
+parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    state start { pkt.extract(hdr.h); transition accept; }
+}
+control VC(inout headers_t hdr, inout meta_t meta) { apply { } }
+control Ing(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    apply { sm.egress_spec = 1; }
+}
+control Eg(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    apply { hdr.h.itype = (bit<8>)sm.instance_type; hdr.h.n = hdr.h.n + 1; clone(CloneType.E2E, 5); }
+}
+control CC(inout headers_t hdr, inout meta_t meta) { apply { } }
+control Dep(packet_out pkt, in headers_t hdr) { apply { pkt.emit(hdr); } }
+V1Switch(P(), VC(), Ing(), Eg(), CC(), Dep()) main;
+"""
+
+
+@pytest.mark.parametrize("replicas", [1, 3])
+def test_clone_of_clone_ends_after_the_same_number_of_copies_on_both_backends(replicas: int) -> None:
+    """Every egress clones (E2E) again: 1024 copies per input packet, counted in copies (a
+    session of 3 replicas makes 3 per clone), then no more, on both backends (the Python
+    backend used to loop forever)."""
+    program = compile_text(CLONE_LOOP, "clone_loop.p4")
+    results = []
+    for sw in _both(program):
+        sw.clone_session_set(CloneSession(5, [Replica(2 + i, i) for i in range(replicas)]))
+        results.append(sw.process_packet(1, b"\x00\x00\x00"))
+    py, native = results
+    assert native == py
+    assert len(native) == 1 + (1024 // replicas) * replicas
+    assert native[0] == (1, b"\x00\x00\x01") and native[-1][1][0] == 2  # E2E clone
 
 @pytest.mark.parametrize("port", [-1, 512, 1 << 32, True])
 def test_ingress_port_must_fit_9_bits_on_both_backends(port: int) -> None:
