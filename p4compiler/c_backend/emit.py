@@ -634,7 +634,9 @@ class CEmitter:
             b = self.bits_input(st.fields, lvl + 1)
             pay = "c->data + c->payload_off, c->len - c->payload_off" if st.payload else "NULL, 0"
             h = f"ss_hash({st.obj}, {b}.buf, {b}.nbits, {pay})"
-            if k == "hash":
+            if k == "hash" and (wide.is_wide(st.dest.type) or any(wide.is_wide(a.type) for a in st.args)):
+                self.wide.hash_result(dest, h, st, lvl + 1)  # type: ignore[arg-type]
+            elif k == "hash":
                 self.line(f"{dest} = ss_hash_result({h}, {args[0]}, {args[1]}, {w});", lvl + 1)
             else:
                 self.line(f"{dest} = {h} & {_u(_mask(w))};", lvl + 1)

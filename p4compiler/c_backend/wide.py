@@ -16,8 +16,8 @@ SS_MATCH_RANGE_NEXT fields, compared with it as one number), a wide action param
 arguments, a wide digest field that many fields, a wide register N 64-bit cells per index. The
 loader (softswitch/native_switch.py) splits and joins with `split`, `join` and `split_match`.
 
-Not covered (refused by c_backend.check with a located line): wide hash/random bounds and
-results, wide indexes and amounts of externs. log_msg prints a wide argument's low 64 bits.
+Not covered (refused by c_backend.check with a located line): wide random bounds and results,
+wide indexes and amounts of externs. log_msg prints a wide argument's low 64 bits.
 """
 
 from __future__ import annotations
@@ -556,6 +556,28 @@ class Wide:
 
     def bits_put(self, b: str, it: ir.FieldListItem) -> str:
         return f"{self.t(it.width)}_bitsput(&{b}, {self.em.x(it.expr)}, {it.width});"
+
+    def hash_result(self, dest: str, h: str, st: ir.ExternCall, lvl: int) -> None:
+        """v1model hash() where the result, base or max is wider than 64 bits: as bmv2 (and
+        softswitch.algorithms.hash_result), base + (h mod max) computed in 64 bits (base when max
+        is 0), then zero-extended or cut to the result's width. A max of 2^64 or more leaves h."""
+        em = self.em
+        base, mx = st.args
+        lo = self.limbs(base)[-1]  # base mod 2^64 is all that reaches the 64-bit sum
+        em.line(f"uint64_t h_ = {h};", lvl)
+        if is_wide(mx.type):
+            T = self.t(mx.type.width)  # type: ignore[attr-defined]
+            em.line(f"{T} m_ = {em.x(mx)};", lvl)
+            em.line(f"uint64_t v_ = {T}_sat64({T}_shr(m_, 64)) ? {lo} + h_ : "
+                    f"ss_hash_result(h_, {lo}, {T}_limb(m_, 0), 64);", lvl)
+        else:
+            em.line(f"uint64_t v_ = ss_hash_result(h_, {lo}, {em.x(mx)}, 64);", lvl)
+        t = st.dest.type  # type: ignore[union-attr]
+        if is_wide(t):
+            em.line(f"{dest} = {self.t(t.width)}_from64(v_);", lvl)  # type: ignore[attr-defined]
+        else:
+            w = t.width if isinstance(t, ir.Bits) else 1
+            em.line(f"{dest} = v_ & {_u((1 << w) - 1)};", lvl)
 
     def keyset_cond(self, v: str, ks: Any, t: ir.Bits) -> str | None:
         """The C condition of one select keyset element on a wide key held in `v` (None: always)."""
