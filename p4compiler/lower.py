@@ -598,12 +598,51 @@ class Lower(_Build):
 
     def assign(self, lhs: A.Expr, rhs: V, scope: Scope, em: list, node: Any) -> None:
         if isinstance(lhs, A.Slice):
-            base, bt = self.lvalue_ir(lhs.expr, scope, em)
-            hi, lo = self.const_int(lhs.hi, scope), self.const_int(lhs.lo, scope)
+            base, hi, lo = self.slice_target(lhs, scope, em)
             em.append(ir.AssignSlice(base, hi, lo, self.coerce(rhs, T.BitT(hi - lo + 1), node)))
             return
         target, t = self.lvalue_ir(lhs, scope, em)
         self.store(target, t, rhs, em, node)
+
+    def slice_target(self, lhs: A.Slice, scope: Scope, em: list) -> tuple[ir.Expr, int, int]:
+        """The bit<> l-value under a (nested) slice l-value and the absolute bits it denotes:
+        `n[7:4][2:1]` is `n[6:5]`."""
+        hi, lo = self.const_int(lhs.hi, scope), self.const_int(lhs.lo, scope)
+        e = lhs.expr
+        while isinstance(e, A.Slice):
+            inner_lo = self.const_int(e.lo, scope)
+            hi, lo = hi + inner_lo, lo + inner_lo
+            e = e.expr
+        base, _ = self.lvalue_ir(e, scope, em)
+        return base, hi, lo
+
+    def pin_indices(self, e: ir.Expr, pre: list, node: Any) -> ir.Expr:
+        """`e` with each run-time stack index read into a local now (declared in `pre`), so that
+        the l-value keeps denoting the same element whatever runs before it is written."""
+        if isinstance(e, ir.Member):
+            b = self.pin_indices(e.base, pre, node)
+            return e if b is e.base else ir.Member(b, e.field, e.type)
+        if isinstance(e, ir.Index):
+            b = self.pin_indices(e.base, pre, node)
+            idx = e.index
+            if not isinstance(idx, ir.Const):
+                it = idx.type
+                assert isinstance(it, ir.Bits)
+                idx = self.local("idx", T.BitT(it.width, it.signed), pre, node, init=idx)
+            if b is e.base and idx is e.index:
+                return e
+            return ir.Index(b, idx, e.type)
+        return e
+
+    def pin_before(self, e: ir.Expr, em: list, n: int, node: Any) -> ir.Expr:
+        """`e` as an l-value evaluated before em[n:] ran: when those statements (side effects of a
+        later expression) exist, its run-time stack indices are read into locals before them."""
+        if len(em) == n:
+            return e
+        pre: list[ir.Stmt] = []
+        e = self.pin_indices(e, pre, node)
+        em[n:n] = pre
+        return e
 
     def table_of_apply(self, call: A.Call, scope: Scope) -> Any:
         if (
@@ -654,9 +693,19 @@ class Lower(_Build):
 
     def _stmt(self, s: A.Stmt, scope: Scope, em: list, fc: _Ctx) -> None:
         if isinstance(s, A.Assign):
-            tt = None if isinstance(s.lhs, A.Slice) else self.value(s.lhs, scope, []).type
-            rhs = self.value(s.rhs, scope, em, want=tt)
-            self.assign(s.lhs, rhs, scope, em, s)
+            # P4-16 12.1: the left-hand side is evaluated to an l-value first, then the right-hand
+            # side, then the value is copied into the l-value
+            if isinstance(s.lhs, A.Slice):
+                base, hi, lo = self.slice_target(s.lhs, scope, em)
+                n = len(em)
+                rhs = self.value(s.rhs, scope, em)
+                base = self.pin_before(base, em, n, s)
+                em.append(ir.AssignSlice(base, hi, lo, self.coerce(rhs, T.BitT(hi - lo + 1), s)))
+            else:
+                target, tt = self.lvalue_ir(s.lhs, scope, em)
+                n = len(em)
+                rhs = self.value(s.rhs, scope, em, want=tt)
+                self.store(self.pin_before(target, em, n, s), tt, rhs, em, s)
         elif isinstance(s, A.CallStmt):
             v = self.expr(s.call, scope, em)
             if v.bind is not None and isinstance(v.bind, tuple) and v.bind[0] == "apply":
@@ -1045,20 +1094,31 @@ class Lower(_Build):
                 continue
             if composite and p.direction in ("out", "inout"):
                 target, _ = self.lvalue_ir(a, caller, em)
+                target = self.pin_indices(target, em, a)  # the element named at call time
                 if p.direction == "out":
                     self.invalidate(target, pt, em)
                 inner.add(p.name, Var(target, pt, True, p.direction))  # type: ignore[arg-type]
                 continue
-            if p.direction == "out":
-                var = self.local(p.name, pt, em, p)
-            else:
-                var = self.local(p.name, pt, em, p)
-                self.store(var, pt, self.value(a, caller, em, want=pt), em, a)
+            var = self.local(p.name, pt, em, p)
             inner.add(p.name, Var(var, pt, True, p.direction))  # type: ignore[arg-type]
-            if p.direction in ("out", "inout"):
-                tmp: list[ir.Stmt] = []
-                self.assign(a, V(var, pt), caller, tmp, a)
-                outs.extend(tmp)
+            if p.direction not in ("out", "inout"):
+                self.store(var, pt, self.value(a, caller, em, want=pt), em, a)
+                continue
+            # P4-16 6.8: an out/inout argument's l-value is evaluated once, when the call starts
+            # (left to right with the other arguments); copy-in reads it, copy-out writes it
+            if isinstance(a, A.Slice):
+                base, hi, lo = self.slice_target(a, caller, em)
+                base = self.pin_indices(base, em, a)
+                st = T.BitT(hi - lo + 1)
+                if p.direction == "inout":
+                    self.store(var, pt, V(ir.Slice(base, hi, lo, self.irt(st, a)), st), em, a)
+                outs.append(ir.AssignSlice(base, hi, lo, self.coerce(V(var, pt), st, a)))
+                continue
+            target, at = self.lvalue_ir(a, caller, em)
+            target = self.pin_indices(target, em, a)
+            if p.direction == "inout":
+                self.store(var, pt, V(target, at), em, a)
+            self.store(target, at, V(var, pt), outs, a)
         return outs
 
     def invalidate(self, target: ir.Expr, t: T.Type, em: list) -> None:
