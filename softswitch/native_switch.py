@@ -32,7 +32,7 @@ from softswitch.tables import Table
 log = logging.getLogger("softswitch")
 
 BACKENDS = ("auto", "native", "python")
-_KIND = {"exact": 0, "lpm": 1, "ternary": 2, "range": 3, "optional": 4, "range_next": 5}
+_KIND = {"exact": 0, "lpm": 1, "ternary": 2, "range": 3, "optional": 4, "range_next": 5, "lpm_next": 6}
 _ERRORS = {-1: SwitchError, -2: NotFound, -3: api.AlreadyExists, -4: api.ResourceExhausted,
            -5: api.ResourceExhausted, -6: SwitchError}
 DIGEST_ROOM = 64  # SS_MAX_DIGEST_FIELDS: a poll with this much room never drops a digest
@@ -145,8 +145,9 @@ class NativeSwitch(Switch):
             self._check(lib.ss_define_action(sw, i, n_words), f"action {a['name']}")
         for i, t in enumerate(m["tables"]):
             # a key wider than 64 bits is its limbs, most significant first, each of the key's kind
-            # (a range's further limbs are SS_MATCH_RANGE_NEXT: compared with the first as one number)
-            limbs = [("range_next" if j and k["match_kind"] == "range" else k["match_kind"], lw)
+            # (a range's or lpm's further limbs are SS_MATCH_RANGE_NEXT / SS_MATCH_LPM_NEXT: one key)
+            nxt = {"range": "range_next", "lpm": "lpm_next"}
+            limbs = [(nxt.get(k["match_kind"], k["match_kind"]) if j else k["match_kind"], lw)
                      for k in t["keys"] for j, lw in enumerate(wide.limb_widths(k["width"]))]
             kinds = ffi.new("uint8_t[]", [_KIND[k] for k, _ in limbs] or [0])
             widths = ffi.new("uint16_t[]", [lw for _, lw in limbs] or [0])

@@ -9,10 +9,10 @@ the program uses; a program without wide values gets none of it, and the narrow 
 code is unchanged.
 
 Where a wide value crosses ss_runtime.h it travels as its limbs, most significant first, each a
-uint64_t (`limb_widths`): a wide table key is that many key fields (kind kept: an lpm prefix and a
-ternary mask are split with it, so a 128-bit lpm field becomes two lpm fields and the runtime's
-scan mode orders entries by their total prefix length; a range field is followed by
-SS_MATCH_RANGE_NEXT fields, compared with it as one number), a wide action parameter that many
+uint64_t (`limb_widths`): a wide table key is that many key fields (an lpm prefix and a ternary
+mask are split with it; an lpm or range field is followed by SS_MATCH_LPM_NEXT / RANGE_NEXT fields
+that the runtime treats with it as one number: a 128-bit lpm table keeps its hash-per-prefix-
+length lookup, a range compares 128-bit bounds), a wide action parameter that many
 arguments, a wide digest field that many fields, a wide register N 64-bit cells per index. The
 loader (softswitch/native_switch.py) splits and joins with `split`, `join` and `split_match`.
 

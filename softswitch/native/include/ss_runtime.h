@@ -184,9 +184,13 @@ enum { SS_OK = 0, SS_EINVAL = -1, SS_ENOENT = -2, SS_EEXIST = -3, SS_ENOSPC = -4
 
 /* SS_MATCH_RANGE_NEXT: this key field continues the range field before it: a range key wider
  * than 64 bits passed as its limbs, most significant first (the RANGE field, then one RANGE_NEXT
- * per further limb); low and high compare as one number over the group. */
+ * per further limb); low and high compare as one number over the group.
+ * SS_MATCH_LPM_NEXT: the same for an lpm key: each limb's value/prefix length pair covers its own
+ * bits (a limb's prefix is non-zero only when the limbs before it are whole), and the prefix
+ * length of the key is their sum; a table whose only non-exact key is one such group of at most
+ * 128 bits keeps the hash-per-prefix-length lookup. */
 enum { SS_MATCH_EXACT = 0, SS_MATCH_LPM, SS_MATCH_TERNARY, SS_MATCH_RANGE, SS_MATCH_OPTIONAL,
-       SS_MATCH_RANGE_NEXT };
+       SS_MATCH_RANGE_NEXT, SS_MATCH_LPM_NEXT };
 
 struct ss_switch *ss_switch_new(uint32_t cpu_port, uint64_t seed);
 void ss_switch_free(struct ss_switch *sw);

@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #define SS_MAX_KEYS 64u          /* key fields per table / value set */
+#define SS_LPM_MAX_BITS 128u     /* widest lpm key (limbs: LPM + LPM_NEXT) of the LPM mode */
 #define SS_MAX_GROUP 65536u      /* multicast group ids and clone session ids are < this */
 #define SS_E2E_SLOTS 8u          /* E2E clone snapshots allocated at load (more as needed) */
 #define SS_EQ_CAP 16u            /* egress queue capacity at load (grown as needed) */
@@ -59,8 +60,9 @@ typedef struct ss_table {
     ss_slot *slots;          /* open addressing, linear probing, keyed by id */
     uint32_t slot_mask;      /* capacity - 1 */
     ss_entry **sorted;       /* scan mode: entries best first; capacity size */
-    uint32_t plen_count[65]; /* LPM mode: entries per prefix length */
-    uint8_t plens[65];       /* LPM mode: used prefix lengths, longest first */
+    uint32_t lpm_len, lpm_width;  /* the lpm key's limbs (1 + LPM_NEXT after it) and bits */
+    uint32_t plen_count[SS_LPM_MAX_BITS + 1]; /* LPM mode: entries per prefix length */
+    uint8_t plens[SS_LPM_MAX_BITS + 1];       /* LPM mode: used prefix lengths, longest first */
     uint32_t n_plens;
     uint32_t default_action, default_n_args;
     uint64_t *default_args;

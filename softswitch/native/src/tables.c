@@ -103,7 +103,7 @@ static void ht_remove_at(ss_table *t, uint32_t i) {
 /* ------------------------------------------------------------------ LPM prefix lengths */
 static void rebuild_plens(ss_table *t) {
     t->n_plens = 0;
-    for (int p = 64; p >= 0; p--)
+    for (int p = (int)t->lpm_width; p >= 0; p--)
         if (t->plen_count[p]) t->plens[t->n_plens++] = (uint8_t)p;
 }
 
@@ -163,7 +163,7 @@ int ss_define_table(struct ss_switch *sw, uint32_t table, uint32_t n_keys, const
     }
     uint32_t n_lpm = 0, n_other = 0;
     for (uint32_t i = 0; i < n_keys; i++) {
-        if (kinds[i] > SS_MATCH_RANGE_NEXT) {
+        if (kinds[i] > SS_MATCH_LPM_NEXT) {
             rc = ss__error(sw, SS_EINVAL, "table %u: key %u has unknown match kind %u", table, i, kinds[i]);
             goto out;
         }
@@ -176,8 +176,13 @@ int ss_define_table(struct ss_switch *sw, uint32_t table, uint32_t n_keys, const
             rc = ss__error(sw, SS_EINVAL, "table %u: key %u continues no range key", table, i);
             goto out;
         }
+        if (kinds[i] == SS_MATCH_LPM_NEXT && (i == 0 || (kinds[i - 1] != SS_MATCH_LPM &&
+                                                         kinds[i - 1] != SS_MATCH_LPM_NEXT))) {
+            rc = ss__error(sw, SS_EINVAL, "table %u: key %u continues no lpm key", table, i);
+            goto out;
+        }
         if (kinds[i] == SS_MATCH_LPM) n_lpm++;
-        else if (kinds[i] != SS_MATCH_EXACT) n_other++;
+        else if (kinds[i] != SS_MATCH_EXACT && kinds[i] != SS_MATCH_LPM_NEXT) n_other++;
     }
     if (table < sw->n_tables && sw->tables[table]) {
         rc = ss__error(sw, SS_EEXIST, "table %u is already defined", table);
@@ -197,7 +202,13 @@ int ss_define_table(struct ss_switch *sw, uint32_t table, uint32_t n_keys, const
     for (uint32_t i = 0; i < n_keys; i++) {
         t->kinds[i] = kinds[i];
         t->widths[i] = widths[i];
-        if (kinds[i] == SS_MATCH_LPM) t->lpm_index = i;
+        if (kinds[i] == SS_MATCH_LPM) {
+            t->lpm_index = i;
+            t->lpm_len = 1;
+            t->lpm_width = widths[i];
+            while (i + t->lpm_len < n_keys && kinds[i + t->lpm_len] == SS_MATCH_LPM_NEXT)
+                t->lpm_width += widths[i + t->lpm_len++];
+        }
         if (kinds[i] == SS_MATCH_RANGE) {
             uint32_t g = 1;
             while (i + g < n_keys && kinds[i + g] == SS_MATCH_RANGE_NEXT) g++;
@@ -210,7 +221,8 @@ int ss_define_table(struct ss_switch *sw, uint32_t table, uint32_t n_keys, const
     t->largest_priority_wins = largest_priority_wins != 0;
     t->needs_priority = n_other > 0;
     t->mode = (n_lpm == 0 && n_other == 0) ? SS_TMODE_EXACT
-            : (n_lpm == 1 && n_other == 0) ? SS_TMODE_LPM : SS_TMODE_SCAN;
+            : (n_lpm == 1 && n_other == 0 && t->lpm_width <= SS_LPM_MAX_BITS) ? SS_TMODE_LPM
+            : SS_TMODE_SCAN;
     if (t->mode == SS_TMODE_SCAN && size) {
         t->sorted = calloc(size, sizeof(ss_entry *));
         if (!t->sorted) { free(t); rc = ss__error(sw, SS_ENOMEM, "out of memory"); goto out; }
@@ -309,9 +321,13 @@ static int normalize(struct ss_switch *sw, uint32_t table, const ss_table *t, co
         case SS_MATCH_EXACT:
             break;
         case SS_MATCH_LPM:
+        case SS_MATCH_LPM_NEXT:
             if (mk > w)
                 return ss__error(sw, SS_EINVAL, "table %u: prefix length %llu of key %u exceeds %u bits",
                                  table, (unsigned long long)mk, i, w);
+            if (t->kinds[i] == SS_MATCH_LPM_NEXT && mk && masks[i - 1] != t->widths[i - 1])
+                return ss__error(sw, SS_EINVAL, "table %u: prefix of key %u continues a partial prefix",
+                                 table, i);
             m = prefix_mask(w, (uint32_t)mk);
             if (v & ~m)
                 return ss__error(sw, SS_EINVAL, "table %u: lpm value of key %u has bits set beyond its prefix length",
@@ -668,6 +684,20 @@ static inline ss_entry *lookup(const ss_table *t, const uint64_t *keys) {
         uint64_t buf[SS_MAX_KEYS + 1];
         memcpy(buf, keys, (size_t)n * sizeof(uint64_t));
         uint32_t li = t->lpm_index, w = t->widths[li];
+        if (t->lpm_len > 1) {  /* an lpm key of several limbs: each masked by its part of p */
+            for (uint32_t j = 0; j < t->n_plens; j++) {
+                uint32_t p = t->plens[j];
+                for (uint32_t l = 0; l < t->lpm_len; l++) {
+                    uint32_t wl = t->widths[li + l], pl = p < wl ? p : wl;
+                    buf[li + l] = keys[li + l] & prefix_mask(wl, pl);
+                    p -= pl;
+                }
+                buf[n] = t->plens[j];
+                ss_entry *e = ht_find(t, hash_words(buf, n + 1), buf, n + 1, NULL);
+                if (e) return e;
+            }
+            return NULL;
+        }
         for (uint32_t j = 0; j < t->n_plens; j++) {
             uint32_t p = t->plens[j];
             buf[li] = keys[li] & prefix_mask(w, p);

@@ -454,6 +454,62 @@ static void test_wide_range(void) {
     ss_switch_free(sw);
 }
 
+/* ------------------------------------------------------------------ an lpm key over two limbs */
+/* A 128-bit lpm key as LPM + LPM_NEXT after an exact key: prefixes around the limb boundary,
+ * random lookups against a longest-prefix reference. */
+static void test_wide_lpm(void) {
+    struct ss_switch *sw = ss_switch_new(64, 1);
+    uint8_t kinds[3] = {SS_MATCH_EXACT, SS_MATCH_LPM, SS_MATCH_LPM_NEXT};
+    uint16_t widths[3] = {8, 64, 64};
+    uint8_t bad[2] = {SS_MATCH_EXACT, SS_MATCH_LPM_NEXT};
+    CHECK(ss_define_table(sw, 1, 2, bad, widths, 4, 0, -1, 1) == SS_EINVAL);  /* continues nothing */
+    enum { N = 64 };
+    CHECK(ss_define_table(sw, 1, 3, kinds, widths, N, 0, -1, 1) == 0);
+    uint64_t args[1] = {0};
+    uint64_t v[3] = {9, 1, 1}, m[3] = {0xff, 32, 1};
+    CHECK(ss_table_add(sw, 1, v, m, 0, 1, args, 1) == SS_EINVAL);  /* a prefix after a partial one */
+    static struct { uint64_t hi, lo; uint32_t p; } ref[N];
+    static const uint32_t plens[] = {0, 1, 32, 63, 64, 65, 96, 127, 128};
+    int n = 0;
+    for (int i = 0; i < N; i++) {
+        uint32_t p = i < 9 ? plens[i] : (uint32_t)(rnd() % 129);
+        uint64_t hi = rnd() & pmask(64, p < 64 ? p : 64), lo = rnd() & pmask(64, p > 64 ? p - 64 : 0);
+        if (i >= 9 && i % 3 == 0 && n) {  /* nested under an existing entry */
+            hi = ref[i % n].hi & pmask(64, p < 64 ? p : 64);
+            lo = ref[i % n].lo & pmask(64, p > 64 ? p - 64 : 0);
+        }
+        uint64_t kv[3] = {9, hi, lo}, km[3] = {0xff, p < 64 ? p : 64, p > 64 ? p - 64 : 0};
+        args[0] = (uint64_t)n;
+        int rc = ss_table_add(sw, 1, kv, km, 0, 1, args, 1);
+        if (rc == SS_EEXIST) continue;
+        CHECK(rc == 0);
+        ref[n].hi = hi; ref[n].lo = lo; ref[n].p = p;
+        n++;
+    }
+    for (int round = 0; round < 4000; round++) {
+        const int base = (int)(rnd() % (uint64_t)n);
+        uint64_t hi = ref[base].hi, lo = ref[base].lo;
+        uint32_t flip = (uint32_t)(rnd() % 140);  /* sometimes beyond the key: no flip */
+        if (flip < 64) hi ^= 1ull << (63 - flip);
+        else if (flip < 128) lo ^= 1ull << (127 - flip);
+        if (round % 7 == 0) { hi = rnd(); lo = rnd(); }
+        int best = -1;
+        for (int i = 0; i < n; i++) {
+            uint32_t p = ref[i].p;
+            if ((hi & pmask(64, p < 64 ? p : 64)) == ref[i].hi && (lo & pmask(64, p > 64 ? p - 64 : 0)) == ref[i].lo &&
+                (best < 0 || p > ref[best].p))
+                best = i;
+        }
+        uint64_t k[3] = {9, hi, lo};
+        uint32_t a = 0;
+        uint64_t a0 = 0;
+        int hit = apply(sw, 1, k, &a, &a0);
+        CHECK(hit == (best >= 0));
+        if (best >= 0) CHECK(a0 == (uint64_t)best);
+    }
+    ss_switch_free(sw);
+}
+
 int main(void) {
     test_exact();
     test_exact_random();
@@ -464,6 +520,7 @@ int main(void) {
     test_direct_meter();
     test_externs();
     test_wide_range();
-    printf("tables: exact, lpm, ternary/range/optional (both priority orders), a range over two limbs, direct counters and meters, externs, queues ok\n");
+    test_wide_lpm();
+    printf("tables: exact, lpm, ternary/range/optional (both priority orders), range and lpm over two limbs, direct counters and meters, externs, queues ok\n");
     return 0;
 }
