@@ -211,7 +211,7 @@ class Lower(_Build):
 
     def irt(self, t: T.Type, node: Any) -> ir.Type:
         """The IR type of a front-end type (cached: one IR type object per P4 type)."""
-        if isinstance(t, T.BitT):  # any width: the C back end refuses > 64 bits (c_backend.check)
+        if isinstance(t, T.BitT):  # any width (the C back end's wider than 64 bits: c_backend.wide)
             return ir.Bits(t.width, t.signed)
         if isinstance(t, T.BoolT):
             return ir.BOOL

@@ -119,8 +119,8 @@ extern const ss_program ss_program_desc;
 
 /* ------------------------------------------------------------------ calls the generated code makes
  * Table apply: keys are n_keys uint64_t (key fields up to 64 bits; a wider P4 key is passed
- * as its limbs, see Values above).  On return *action is the
- * action number (manifest numbering) of the hit entry or of the default action, and
+ * as its limbs, see Values above).  On return *action is the action number (manifest
+ * numbering) of the hit entry or of the default action, and
  * *args points at its parameters (uint64_t each, in declaration order), valid for this pass.
  * A table's default is what ss_table_set_default gave it; until then (and for a table number
  * that is not defined) a miss returns SS_NO_ACTION, which runs no action: P4-16's implicit
