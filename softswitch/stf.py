@@ -15,7 +15,9 @@ Semantics, as bmv2stf defines them (differences are marked "extension"):
 * `packet <port> <hex>`: hex digits, spaces anywhere.
 * `expect <port> <hex>`: `*` is a don't-care nibble. Without a trailing `$` the received packet
   may be longer than the pattern (extra bytes are not checked); with `$` it must have exactly
-  the pattern's length. `expect <port>` with no data expects one packet of any content there.
+  the pattern's length. `expect <port>` with no data lets that port receive any packets, any
+  number of them, none included: the port is not checked at all (bmv2stf's expectedAny; its
+  pattern-carrying expects are then ignored too, as bmv2stf skips the port).
   Expectations are matched per port in order, at the end of the file; order across ports does
   not matter. Only ports named by some `packet`/`expect` line are checked (bmv2 opens no other
   interface): every expected packet must arrive and any further packet on such a port fails
@@ -130,7 +132,7 @@ class PacketCommand(StfCommand):
 @dataclass
 class ExpectCommand(StfCommand):
     port: int = 0
-    pattern: str | None = None  # upper-case hex nibbles and '*'; None = any packet
+    pattern: str | None = None  # upper-case hex nibbles and "*"; None: a bare expect, port unchecked
     exact_length: bool = False  # trailing '$'
 
 
@@ -837,6 +839,8 @@ class _Runner:
     def check_outputs(self) -> None:
         for port in sorted(self.watched):
             exps = self.expected.get(port, [])
+            if any(e.pattern is None for e in exps):  # a bare `expect <port>`: anything goes there
+                continue
             got = self.got.get(port, [])
             for i, exp in enumerate(exps):
                 if i >= len(got):

@@ -1,7 +1,9 @@
-// STF `packet` data the way p4c's bmv2stf sends it (HexToByte): an empty `packet` line is a
-// 0-byte packet, and a lone last hex digit d is the byte 0x0d. One 8-bit header: a packet that
-// has it leaves on port 1 with the byte incremented; one too short for it (PacketTooShort:
-// v1model continues into ingress with the header invalid) leaves on port 2 carrying 0xEE.
+// STF conventions of p4c's bmv2stf: `packet` data as HexToByte reads it (an empty `packet` line
+// is a 0-byte packet, a lone last hex digit d is the byte 0x0d), and a bare `expect <port>`
+// (no data) leaves that port unchecked: any number of packets, none included (expectedAny).
+// One 8-bit header: a byte >= 0xF0 leaves unchanged on port 3; a smaller one leaves on port 1
+// incremented; a packet too short for the header (PacketTooShort: v1model continues into
+// ingress with the header invalid) leaves on port 2 carrying 0xEE.
 #include <core.p4>
 #include <v1model.p4>
 
@@ -27,7 +29,9 @@ control MyVerifyChecksum(inout headers_t hdr, inout meta_t meta) { apply { } }
 
 control MyIngress(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
     apply {
-        if (hdr.h.isValid()) {
+        if (hdr.h.isValid() && hdr.h.b >= 0xF0) {
+            sm.egress_spec = 3;
+        } else if (hdr.h.isValid()) {
             hdr.h.b = hdr.h.b + 1;
             sm.egress_spec = 1;
         } else {
