@@ -5,8 +5,9 @@ backend (the reference) and the native one must give the same frames.
   (hypothesis), and wide_tables.p4 with random exact/ternary/lpm/range entries on its 128- and 72-bit
   keys, 128-bit action arguments and its bit<128> register;
 - programs generated from a seed: random expression trees over bit<W>/int<W> of widths around and
-  above 64 (+ - * & | ^ ~ unary -, |+| |-|, << >> by constant and run-time amounts, comparisons in
-  ?:, casts between widths and signedness, slices, ++), one output field per expression.
+  above 64 (+ - * / % & | ^ ~ unary -, |+| |-|, << >> by constant and run-time amounts,
+  comparisons in ?:, casts between widths and signedness, slices, ++), one output field per
+  expression.
 """
 
 from __future__ import annotations
@@ -209,6 +210,8 @@ class _Gen:
         if k == 9 and w >= 2:
             lw = r.randint(1, w - 1)
             return f"({self.leaf(lw)} ++ {self.leaf(w - lw)})"
+        if k == 10:  # unsigned / and % (a divisor of 0 is kept out: the Python backend raises)
+            return f"({a()} {r.choice(['/', '%'])} ({a()} | {w}w1))"
         return self.leaf(w)
 
     def fresh(self, w: int, depth: int) -> str:
