@@ -479,7 +479,9 @@ control Ing(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm
 }
 control Eg(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) { apply { } }
 control CC(inout headers_t hdr, inout meta_t meta) { apply { } }
-control Dep(packet_out pkt, in headers_t hdr) { apply { pkt.emit(hdr.eth); pkt.emit(hdr.segs); pkt.emit(hdr.ip); } }
+control Dep(packet_out pkt, in headers_t hdr) {
+    apply { pkt.emit(hdr.eth); pkt.emit(hdr.segs); pkt.emit(hdr.ip); }
+}
 V1Switch(P(), VC(), Ing(), Eg(), CC(), Dep()) main;
 """
 
