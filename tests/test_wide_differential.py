@@ -507,3 +507,20 @@ def test_wide_fields_in_stacks_and_unions_agree(tmp_path: Path) -> None:
         if rng.random() < 0.2:
             frame = frame[: rng.randint(14, len(frame))]
         _same(ref, nat, frame)
+
+
+def test_digest_over_64_words_is_refused_with_a_located_line(tmp_path: Path) -> None:
+    """33 bit<128> fields are 66 runtime words: more than a digest carries (SS_MAX_DIGEST_FIELDS),
+    so the C emitter refuses the program (one located line) and `auto` runs the Python back end."""
+    from p4compiler.c_backend import NativeUnsupported, emit_c
+
+    fields = "\n".join(f"    bit<128> f{i};" for i in range(33))
+    src = DIGEST_PROGRAM.replace("struct learn_t { bit<128> k; bit<8> b; bit<72> s; int<100> neg; }",
+                                 "struct learn_t {\n" + fields + "\n}")
+    src = src.replace("digest<learn_t>(1, { hdr.key.k, hdr.key.b, hdr.key.s, -((int<100>)hdr.key.s) });",
+                      "learn_t l; digest<learn_t>(1, l);")
+    path = tmp_path / "big.p4"
+    path.write_text(src)
+    with pytest.raises(NativeUnsupported) as ei:
+        emit_c(compile_file(str(path)))
+    assert "big.p4:" in str(ei.value) and "digests of more than 64 words" in str(ei.value)

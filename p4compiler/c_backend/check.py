@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from p4compiler import ir
-from p4compiler.c_backend.wide import is_wide
+from p4compiler.c_backend.wide import is_wide, nlimbs
 from p4compiler.lower import STD_META_FIELDS, NativeUnsupported
 
 # values wider than 64 bits are c_backend.wide's; these extern operands must still be narrow
@@ -45,6 +45,8 @@ def _check_type(t: ir.Type, loc: Any, seen: set[int]) -> None:
 def _check_wide(n: Any, loc: Any) -> None:
     """The places a value wider than 64 bits cannot go yet."""
     if isinstance(n, ir.ExternCall):
+        if n.kind == "digest" and sum(nlimbs(a.type.width) if is_wide(a.type) else 1 for a in n.args) > 64:
+            raise _refuse("digests of more than 64 words (a field wider than 64 bits counts its limbs)", loc)
         ok = _WIDE_OK.get(n.kind, ())
         if ok != "all":
             if n.dest is not None and is_wide(n.dest.type) and "dest" not in ok:
