@@ -18,6 +18,7 @@ from typing import Any
 from p4compiler import ir
 from p4compiler import model as M
 from p4compiler.c_backend.check import check_native
+from p4compiler.c_backend.wide import limb_widths
 from p4compiler.lower import NativeUnsupported, lower_program
 from p4compiler.python_backend import CompiledProgram
 
@@ -38,6 +39,12 @@ def emit_c(program: CompiledProgram) -> NativeProgram:
         if t.implementation is not None:
             raise NativeUnsupported(
                 f"the native backend does not support action profiles yet (table {t.name})"
+            )
+    for t in program.tables:  # SS_MAX_KEYS key fields, a key wider than 64 bits counting its limbs
+        if sum(len(limb_widths(w)) for w in t.key_widths) > 64:
+            raise NativeUnsupported(
+                "the native backend does not support tables with more than 64 key words yet "
+                f"(table {t.p4name})"
             )
     if len(program.info.direct_meters) > 8:  # ss_ctx.last_meter_color has 8 slots
         raise NativeUnsupported("the native backend does not support more than 8 direct meters yet")
