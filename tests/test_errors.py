@@ -69,7 +69,6 @@ MALFORMED_STF = [  # (line, what the message must say)
     ("bogus 1", "unknown command 'bogus'"),
     ("packet 1 zz", "bad packet data: unexpected 'Z'"),
     ("packet x aa", "expected a decimal port number, got 'x'"),
-    ("packet 1 0a0", "odd number of hex digits"),
     ("expect 1 0a0g", "bad packet data: unexpected 'G'"),
     ("add MyIngress.fwd dstAddr:1 set_port(port:1", "expected an action call"),
     ("mc_node_create", "expected 'mc_node_create <n> <n> ...'"),
