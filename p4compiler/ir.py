@@ -19,7 +19,7 @@ types; back ends only walk it. By the time a program is in this form:
 Parser-only nodes: `SubParser` (a sub-parser's states run in place), `ParserAccept` (`return` in
 a state), `KsValueSet` (a value set as one element of a tuple keyset). Everything the Python
 back end runs lowers (tests/test_lower.py); a back end refuses what it cannot represent
-(`c_backend.check`: wide random values, varbit locals, exit in a parser, ...). `walk`/`children`
+(`c_backend.check`: varbit locals, exit in a parser, wide extern indexes, ...). `walk`/`children`
 visit the nodes generically.
 
 Both emitters consume it: `c_backend.emit` (C) and `python_backend.emit` (Python, the executable

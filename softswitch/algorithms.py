@@ -303,15 +303,20 @@ class Xoshiro256:
         return result
 
     def randint(self, lo: int, hi: int) -> int:
-        """Uniform in [lo, hi] (lo when lo >= hi), rejecting the low tail as the C runtime does."""
+        """Uniform in [lo, hi] (lo when lo >= hi), rejecting the low tail as the C runtime does.
+        A span of 2^64 or more draws k 64-bit words per try, the first the most significant, k the
+        span's 64-bit words (the C back end's ss_wN_random does the same for bit<W> > 64)."""
         if lo >= hi:
             return lo
         span = hi - lo
-        if span == _M64:
-            return self.next64()
+        if span == _M64:  # lo is 0 unless the bounds are wider than 64 bits
+            return lo + self.next64()
         rng = span + 1
-        threshold = ((1 << 64) - rng) % rng
+        k = max(1, (span.bit_length() + 63) // 64)
+        threshold = ((1 << (64 * k)) - rng) % rng
         while True:
-            r = self.next64()
+            r = 0
+            for _ in range(k):
+                r = (r << 64) | self.next64()
             if r >= threshold:
                 return lo + r % rng

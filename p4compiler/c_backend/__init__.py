@@ -49,7 +49,7 @@ def emit_c(program: CompiledProgram) -> NativeProgram:
     if len(program.info.direct_meters) > 8:  # ss_ctx.last_meter_color has 8 slots
         raise NativeUnsupported("the native backend does not support more than 8 direct meters yet")
     prog = lower_program(program)
-    check_native(prog)  # the C limits (wide random values, varbit locals, ...): the IR covers them
+    check_native(prog)  # the C limits (varbit locals, exit in a parser, ...): the IR covers them
     source = CEmitter(prog).run()
     manifest = build_manifest(program, prog.field_lists, prog.errors)
     # digest fields of int<W> type: the loader gives them to handlers signed, as the Python

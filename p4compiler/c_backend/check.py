@@ -16,9 +16,9 @@ from p4compiler.c_backend.wide import is_wide, nlimbs
 from p4compiler.lower import STD_META_FIELDS, NativeUnsupported
 
 # values wider than 64 bits are c_backend.wide's; these extern operands must still be narrow
-# (register values, digest fields, log_msg arguments and hash results, bases and maxima may be wide)
+# (register values, digest fields, log_msg arguments, hash and random results and bounds may be wide)
 _WIDE_OK = {"register_read": ("dest",), "register_write": (1,), "digest": "all", "log_msg": "all",
-            "hash": ("dest", 0, 1)}
+            "hash": ("dest", 0, 1), "random": ("dest", 0, 1)}
 
 
 def _refuse(what: str, loc: Any) -> NativeUnsupported:

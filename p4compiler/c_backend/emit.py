@@ -641,6 +641,9 @@ class CEmitter:
             else:
                 self.line(f"{dest} = {h} & {_u(_mask(w))};", lvl + 1)
             self.line("}", lvl)
+        elif k == "random" and wide.is_wide(st.dest.type):  # type: ignore[union-attr]
+            w = st.dest.type.width  # type: ignore[union-attr]
+            self.line(f"{dest} = {ctype(st.dest.type)}_random(c, {args[0]}, {args[1]}, {w});", lvl)  # type: ignore
         elif k == "random":
             self.line(f"{dest} = ss_random(c, {args[0]}, {args[1]});", lvl)
         elif k == "digest":

@@ -16,8 +16,8 @@ length lookup, a range compares 128-bit bounds), a wide action parameter that ma
 arguments, a wide digest field that many fields, a wide register N 64-bit cells per index. The
 loader (softswitch/native_switch.py) splits and joins with `split`, `join` and `split_match`.
 
-Not covered (refused by c_backend.check with a located line): wide random bounds and results,
-wide indexes and amounts of externs. log_msg prints a wide argument's low 64 bits.
+Not covered (refused by c_backend.check with a located line): wide indexes and amounts of
+externs. log_msg prints a wide argument's low 64 bits.
 """
 
 from __future__ import annotations
@@ -327,6 +327,38 @@ static inline ss_w{N} ss_w{N}_args(const uint64_t *r, unsigned w) {{
     ss_w{N} a;
     for (unsigned i = 0; i < {N}; i++) a.v[{N} - 1 - i] = r[i];
     return ss_w{N}_trim(a, w);
+}}
+/* v1model random(): uniform in [lo, hi] (lo when lo >= hi), as softswitch.algorithms.Xoshiro256
+ * .randint: a span of k 64-bit words draws k words per try (the first the most significant) and
+ * rejects the low tail; one word is the runtime's own ss_random */
+static inline ss_w{N} ss_w{N}_random(ss_ctx *c, ss_w{N} lo, ss_w{N} hi, unsigned w) {{
+    if (ss__wcmp(lo.v, hi.v, {N}) >= 0) return lo;
+    uint64_t span[{N}], rng[{N}], t[{N}], th[{N}], q[{N}], r[{N}], m[{N}], z[{N}];
+    memset(r, 0, sizeof r);
+    ss__wsub(span, hi.v, lo.v, {N});
+    unsigned k = {N};
+    while (k > 1 && !span[k - 1]) k--;
+    ss_w{N} x; memset(&x, 0, sizeof x);
+    if (k == 1) {{
+        x.v[0] = ss_random(c, 0, span[0]);
+        return ss_w{N}_add(lo, x, w);
+    }}
+    int whole = 1;  /* span = 2^(64k) - 1: every draw is in range */
+    for (unsigned i = 0; i < k; i++) whole &= span[i] == ~UINT64_C(0);
+    memset(z, 0, sizeof z);
+    memset(rng, 0, sizeof rng);
+    rng[0] = 1;
+    ss__wadd(rng, span, rng, k);  /* span + 1 (wraps to 0 when whole) */
+    ss__wsub(t, z, rng, k);  /* 2^(64k) - rng */
+    memset(th, 0, sizeof th);
+    if (!whole) ss__wdivmod(q, th, t, rng, k);  /* threshold: (2^(64k) - rng) % rng */
+    for (;;) {{
+        for (unsigned i = 0; i < k; i++) r[k - 1 - i] = ss_random(c, 0, ~UINT64_C(0));
+        if (ss__wcmp(r, th, k) >= 0) break;
+    }}
+    if (whole) memcpy(m, r, sizeof m); else ss__wdivmod(q, m, r, rng, k);
+    for (unsigned i = 0; i < k; i++) x.v[i] = m[i];
+    return ss_w{N}_add(lo, x, w);
 }}
 /* a register of wide values: {N} cells per index, most significant first */
 static inline ss_w{N} ss_w{N}_regread(ss_ctx *c, uint32_t reg, uint64_t index) {{
