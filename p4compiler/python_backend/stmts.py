@@ -1,4 +1,5 @@
-"""The type check of statements and assignments (the text they build is never run; see codegen)."""
+"""The type check of statements and assignments (the Python that runs is written from the IR;
+`em` only passes on to the expression checks)."""
 
 from __future__ import annotations
 
@@ -12,12 +13,12 @@ from p4compiler.python_backend.scope import ActionBind, Const, Scope, Var
 
 @dataclass
 class FnContext:
-    """What a `return` in the current Python function must produce."""
+    """What a `return` in the code being checked must give."""
 
-    outs: list[str] = field(default_factory=list)  # Python locals of scalar out/inout params
+    outs: list[str] = field(default_factory=list)  # scalar out/inout parameters
     ret_type: T.Type | None = None  # a function's return type (None: void, actions, controls)
     in_parser: bool = False
-    local_prefix: str = "v_"  # where block-level variables live ("v_" locals or "c.l_" context slots)
+    local_prefix: str = "v_"  # prefix of the names given to block-level variables
 
 
 def lvalue(cp: Compiler, e: A.Expr, scope: Scope, em: Emitter) -> V:
@@ -37,7 +38,7 @@ def lvalue(cp: Compiler, e: A.Expr, scope: Scope, em: Emitter) -> V:
 
 
 def assign_code(cp: Compiler, lhs: A.Expr, rhs: V, scope: Scope, em: Emitter) -> None:
-    """Emit `lhs = rhs` where rhs is already compiled."""
+    """Check `lhs = rhs` where rhs is already checked."""
     if isinstance(lhs, A.Slice):
         base = lvalue(cp, lhs.expr, scope, em)
         if not isinstance(base.type, T.BitT):
@@ -46,28 +47,18 @@ def assign_code(cp: Compiler, lhs: A.Expr, rhs: V, scope: Scope, em: Emitter) ->
         lo = cp.const_int(lhs.lo, scope)
         if not (0 <= lo <= hi < base.type.width):
             raise err(f"slice [{hi}:{lo}] out of range for {base.type}", lhs)
-        w = hi - lo + 1
-        m = (1 << w) - 1
-        val = cp.coerce(rhs, T.BitT(w), lhs)
-        keep = base.type.mask ^ (m << lo)
-        new = f"(({base.code} & {keep:#x}) | (({val}) << {lo}))"
-        if base.type.signed:
-            new = cp.wrap(new, base.type)
-        em(f"{base.code} = {new}")
+        cp.coerce(rhs, T.BitT(hi - lo + 1), lhs)
         return
     target = lvalue(cp, lhs, scope, em)
     t = target.type
     if isinstance(t, (T.StructLikeT, T.StackT)):
-        if rhs.code.startswith("_mk("):
-            em(f"{target.code}._set({rhs.code})")
-        elif isinstance(rhs.type, (T.StructLikeT, T.StackT)):
-            if rhs.type is not t and not T.same_type(rhs.type, t):
-                raise err(f"cannot assign a {rhs.type} value to {t}", lhs)
-            em(f"{target.code}._set({rhs.code})")
-        else:
+        if rhs.code.startswith("_mk("):  # a struct initializer built for this type
+            return
+        if not isinstance(rhs.type, (T.StructLikeT, T.StackT)) or (
+                rhs.type is not t and not T.same_type(rhs.type, t)):
             raise err(f"cannot assign a {rhs.type} value to {t}", lhs)
         return
-    em(f"{target.code} = {cp.coerce(rhs, t, lhs)}")
+    cp.coerce(rhs, t, lhs)
 
 
 def stmt(cp: Compiler, s: A.Stmt, scope: Scope, em: Emitter, fc: FnContext) -> None:
@@ -76,43 +67,25 @@ def stmt(cp: Compiler, s: A.Stmt, scope: Scope, em: Emitter, fc: FnContext) -> N
         rhs = cp.value(s.rhs, scope, em, want=target_t)
         assign_code(cp, s.lhs, rhs, scope, em)
     elif isinstance(s, A.CallStmt):
-        v = cp.expr(s.call, scope, em)
-        if v.code not in ("None", ""):
-            em(v.code)
+        cp.expr(s.call, scope, em)
     elif isinstance(s, A.Block):
         inner = Scope(scope)
-        n = len(em.lines)
         for x in s.stmts:
             stmt(cp, x, inner, em, fc)
-        if len(em.lines) == n:
-            em("pass")
     elif isinstance(s, A.If):
         c = cp.value(s.cond, scope, em)
         if not isinstance(c.type, T.BoolT):
             raise err(f"if condition must be a bool, not {c.type}", s.cond)
-        em(f"if {c.code}:")
-        with em.indent():
-            body(cp, s.then, scope, em, fc)
+        body(cp, s.then, scope, em, fc)
         if s.other is not None:
-            em("else:")
-            with em.indent():
-                body(cp, s.other, scope, em, fc)
-    elif isinstance(s, A.Exit):
-        em("raise _EXIT")
+            body(cp, s.other, scope, em, fc)
+    elif isinstance(s, (A.Exit, A.EmptyStmt)):
+        pass
     elif isinstance(s, A.Return):
         if s.value is not None:
             v = cp.value(s.value, scope, em, want=fc.ret_type)
-            val = cp.coerce(v, fc.ret_type, s.value) if fc.ret_type is not None else v.code
-        else:
-            val = "None"
-        if fc.outs:
-            em(f"return ({val}, {', '.join(fc.outs)},)")
-        elif fc.in_parser:
-            em("return _ACCEPT")
-        else:
-            em(f"return {val}" if s.value is not None else "return")
-    elif isinstance(s, A.EmptyStmt):
-        em("pass")
+            if fc.ret_type is not None:
+                cp.coerce(v, fc.ret_type, s.value)
     elif isinstance(s, A.VarDecl):
         declare_var(cp, s, scope, em, fc)
     elif isinstance(s, A.ConstDecl):
@@ -128,10 +101,7 @@ def stmt(cp: Compiler, s: A.Stmt, scope: Scope, em: Emitter, fc: FnContext) -> N
 
 
 def body(cp: Compiler, s: A.Stmt, scope: Scope, em: Emitter, fc: FnContext) -> None:
-    n = len(em.lines)
     stmt(cp, s, Scope(scope), em, fc)
-    if len(em.lines) == n:
-        em("pass")
 
 
 def declare_var(cp: Compiler, s: A.VarDecl, scope: Scope, em: Emitter, fc: FnContext) -> None:
@@ -139,77 +109,33 @@ def declare_var(cp: Compiler, s: A.VarDecl, scope: Scope, em: Emitter, fc: FnCon
     name = f"{fc.local_prefix}{cp.safe(s.name)}_{cp.uid('')}"
     if fc.local_prefix.startswith("c."):
         cp.ctx_slots.setdefault("__current__", []).append(name[2:])
-    if isinstance(t, (T.StructLikeT, T.StackT)):
-        if s.init is not None:
-            v = cp.value(s.init, scope, em, want=t)
-            if v.code.startswith("_mk("):
-                em(f"{name} = {v.code}")
-            else:
-                em(f"{name} = {v.code}._copy()")
-        else:
-            em(f"{name} = {ctor_code(cp, t)}")
-    else:
-        if s.init is not None:
-            v = cp.value(s.init, scope, em, want=t)
-            em(f"{name} = {cp.coerce(v, t, s.init)}")
-        else:
-            em(f"{name} = {T.default_value(t)!r}")
+    if s.init is not None:
+        v = cp.value(s.init, scope, em, want=t)
+        if not isinstance(t, (T.StructLikeT, T.StackT)):
+            cp.coerce(v, t, s.init)
     scope.add(s.name, Var(name, t))
-
-
-def ctor_code(cp: Compiler, t: T.Type) -> str:
-    if isinstance(t, T.StructLikeT):
-        return f"{t.cls_name}()"
-    if isinstance(t, T.StackT):
-        return f"Stack([{t.element.cls_name}() for _ in range({t.size})])"
-    return repr(T.default_value(t))
 
 
 def switch_stmt(cp: Compiler, s: A.Switch, scope: Scope, em: Emitter, fc: FnContext) -> None:
     v = cp.expr(s.expr, scope, em)
-    tmp = cp.uid("_sw")
     on_action = isinstance(v.bind, tuple) and v.bind[0] == "action_run"
     if not on_action and v.bind is not None:
         raise err("switch needs a value or table.apply().action_run", s.expr)
-    em(f"{tmp} = {v.code}")
-    pending: list[str] = []
-    first = True
     for case in s.cases:
         if isinstance(case.label, A.DefaultExpr):
-            label = None
+            if case.body is None:
+                raise err("the default label needs a body", case)
         elif on_action:
             if not isinstance(case.label, A.NameExpr):
                 raise err("switch on action_run needs action names as labels", case.label)
             b = scope.lookup(case.label.name)
             if not isinstance(b, ActionBind):
                 raise err(f"{case.label.name} is not an action", case.label)
-            label = repr(b.p4name)
         else:
             lv = cp.value(case.label, scope, em, want=v.type)
             if not lv.is_const:
                 raise err("switch labels must be compile-time constants", case.label)
-            label = cp.coerce(lv, v.type, case.label)
-        if label is None:
-            if case.body is None:
-                raise err("the default label needs a body", case)
-            if first:
-                em("if True:")
-            else:
-                em("else:")
-            with em.indent():
-                body(cp, case.body, scope, em, fc)
-            pending = []
-            first = False
-            continue
-        pending.append(label)
-        if case.body is None:
-            continue
-        cond = f"{tmp} == {pending[0]}" if len(pending) == 1 else f"{tmp} in ({', '.join(pending)},)"
-        em(f"{'if' if first else 'elif'} {cond}:")
-        with em.indent():
+            cp.coerce(lv, v.type, case.label)
+        if case.body is not None:
             body(cp, case.body, scope, em, fc)
-        pending = []
-        first = False
-    if first:
-        em("pass")
 
