@@ -78,7 +78,6 @@ def test_wide_feature_programs_agree(name: str, data: st.DataObject) -> None:
     values = [data.draw(_edge(w) if w > 8 else st.integers(0, (1 << w) - 1)) for w in widths]
     if name == "wide_arith":
         values[2] = data.draw(st.sampled_from([0, 1, 63, 64, 65, 127, 128, 200]) | st.integers(0, 255))
-        values[1] = values[1] or 1  # a / 0: the Python backend raises ZeroDivisionError (C gives 0)
     _same(ref, nat, _frame(widths, values))
 
 
@@ -210,8 +209,9 @@ class _Gen:
         if k == 9 and w >= 2:
             lw = r.randint(1, w - 1)
             return f"({self.leaf(lw)} ++ {self.leaf(w - lw)})"
-        if k == 10:  # unsigned / and % (a divisor of 0 is kept out: the Python backend raises)
-            return f"({a()} {r.choice(['/', '%'])} ({a()} | {w}w1))"
+        if k == 10:  # unsigned / and % (x / 0 and x % 0 are 0 on both back ends; the divisor
+            # is never a constant, which the front end would refuse when 0)
+            return f"({a()} {r.choice(['/', '%'])} (((bit<{w}>)hdr.i.sh) ^ {a()}))"
         return self.leaf(w)
 
     def fresh(self, w: int, depth: int) -> str:
