@@ -153,8 +153,6 @@ def bind_args(cp: Compiler, params: list[A.Param], args: list[A.Expr | None], ps
                     codes.append(repr(T.default_value(pt)))
             else:
                 v = cp.value(a, scope, em, want=pt)
-                if p.direction == "out":
-                    em(f"_invalidate({v.code})")
                 codes.append(v.code)
         else:
             v = cp.value(a, scope, em, want=pt)
@@ -166,22 +164,12 @@ def bind_args(cp: Compiler, params: list[A.Param], args: list[A.Expr | None], ps
 
 
 def finish_call(cp: Compiler, code: str, outs: list, ret_type: T.Type, scope: Scope, em: Emitter) -> V:
-    if not outs:
-        return V(code, ret_type)
+    """Check that the scalar out/inout arguments can take the values copied out to them."""
     from p4compiler.python_backend.stmts import assign_code
 
-    tmp = cp.uid("_r")
-    em("try:")
-    with em.indent():
-        em(f"{tmp} = {code}")
-    em("except _ExitWithOuts as _x:")  # exit in the callee: copy out, then keep exiting
-    with em.indent():
-        for i, (lv, t) in enumerate(outs, start=1):
-            assign_code(cp, lv, V(f"_x.vals[{i}]", t), scope, em)
-        em("raise _EXIT")
-    for i, (lv, t) in enumerate(outs, start=1):
-        assign_code(cp, lv, V(f"{tmp}[{i}]", t), scope, em)
-    return V(f"{tmp}[0]", ret_type)
+    for lv, t in outs:
+        assign_code(cp, lv, V("", t), scope, em)
+    return V(code, ret_type)
 
 
 def call_action(cp: Compiler, b: ActionBind, e: A.Call, scope: Scope, em: Emitter) -> V:
@@ -226,8 +214,6 @@ def call_block(cp: Compiler, b: BlockInst, e: A.Call, scope: Scope, em: Emitter)
         elif p.direction in ("", "in"):
             codes.append(f"{v.code}._copy()")
         else:
-            if p.direction == "out":
-                em(f"_invalidate({v.code})")
             codes.append(v.code)
     return finish_call(cp, f"{b.fn}(c.P{''.join(', ' + c for c in codes)})", outs, T.VOID, scope, em)
 
@@ -243,29 +229,14 @@ def packet_in_method(cp: Compiler, pkt: V, method: str, e: A.Call, scope: Scope,
             stack = cp.value(target.expr, scope, em)
             if not isinstance(stack.type, T.StackT):
                 raise err("next is only defined on header stacks", target)
-            ht = stack.type.element
-            fn = f"_ex_{ht.cls_name}"
-            h = cp.uid("_h")
-            em(f"{h} = _stack_next({stack.code})")
             if len(e.args) == 2:
-                bits = cp.value(e.args[1].value, scope, em)
-                em(f"{fn}({P}, {h}, {bits.code})")
-            else:
-                em(f"{fn}({P}, {h})")
-            em(f"{stack.code}.nxt += 1")
+                cp.value(e.args[1].value, scope, em)
             return V("None", T.VOID)
         h = cp.value(target, scope, em)
         if not (isinstance(h.type, T.StructLikeT) and h.type.is_header):
             raise err(f"extract needs a header, not {h.type}", target)
-        fn = f"_ex_{h.type.cls_name}"
-        union = union_of(cp, target, scope)
         if len(e.args) == 2:
-            bits = cp.value(e.args[1].value, scope, em)
-            em(f"{fn}({P}, {h.code}, {bits.code})")
-        else:
-            em(f"{fn}({P}, {h.code})")
-        if union is not None:
-            em(f"_union_set_valid({union}, {h.code})")
+            cp.value(e.args[1].value, scope, em)
         return V("None", T.VOID)
     if method == "lookahead":
         if len(e.type_args) != 1 or e.args:
@@ -294,21 +265,19 @@ def packet_out_method(cp: Compiler, pkt: V, method: str, e: A.Call, scope: Scope
     if len(e.args) != 1:
         raise err("emit takes one argument", e)
     v = cp.value(e.args[0].value, scope, em)
-    emit_value(cp, f"{pkt.code}.out", v.code, v.type, em, e)
+    check_emit(v.type, e)
     return V("None", T.VOID)
 
 
-def emit_value(cp: Compiler, out: str, code: str, t: T.Type, em: Emitter, node: Any) -> None:
+def check_emit(t: T.Type, node: Any) -> None:
+    """emit takes headers, and structs, unions and stacks made of them."""
     if isinstance(t, T.StructLikeT):
-        if t.is_header:
-            em(f"_em_{t.cls_name}({out}, {code})")
-            return
-        for fname, ft in t.fields:
-            emit_value(cp, out, f"{code}.{T.pyname(fname)}", ft, em, node)
+        if not t.is_header:
+            for _, ft in t.fields:
+                check_emit(ft, node)
         return
     if isinstance(t, T.StackT):
-        for i in range(t.size):
-            emit_value(cp, out, f"{code}.h[{i}]", t.element, em, node)
+        check_emit(t.element, node)
         return
     raise err(f"emit needs a header, header stack, header union or struct, not {t}", node)
 
@@ -473,10 +442,8 @@ def extern_function(cp: Compiler, name: str, b: ExternFuncBind, e: A.Call, scope
 
     if name == "verify":
         need(2)
-        c = cp.value(args[0], scope, em)
-        er = cp.value(args[1], scope, em)
-        em(f"if not {c.code}:")
-        em(f"    raise ParserError({er.code})")
+        cp.value(args[0], scope, em)
+        cp.value(args[1], scope, em)
         return V("None", T.VOID)
     if name == "mark_to_drop":
         sm = cp.value(args[0], scope, em).code if n == 1 else "c.P.sm"
@@ -502,7 +469,7 @@ def extern_function(cp: Compiler, name: str, b: ExternFuncBind, e: A.Call, scope
     if name in ("verify_checksum", "verify_checksum_with_payload", "update_checksum",
                 "update_checksum_with_payload"):
         need(4)
-        cond = cp.value(args[0], scope, em)
+        cp.value(args[0], scope, em)
         fields = flatten_fields(cp, args[1], scope, em)
         algo = _algo(cp, args[3], scope)
         payload = ", c.P.data[c.P.off:]" if name.endswith("_with_payload") else ""
@@ -510,13 +477,9 @@ def extern_function(cp: Compiler, name: str, b: ExternFuncBind, e: A.Call, scope
         w = _width(t, args[2])
         calc = f"(_csum({algo!r}, {fields}{payload}) & {(1 << w) - 1:#x})"
         if name.startswith("verify"):
-            ck = cp.value(args[2], scope, em)
-            em(f"if {cond.code} and {calc} != {ck.code}:")
-            em("    c.P.sm.checksum_error = 1")
+            cp.value(args[2], scope, em)
         else:
-            em(f"if {cond.code}:")
-            with em.indent():
-                _lv_assign(cp, args[2], calc, t, scope, em)
+            _lv_assign(cp, args[2], calc, t, scope, em)
         return V("None", T.VOID)
     if name == "digest":
         need(2)
