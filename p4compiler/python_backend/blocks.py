@@ -240,42 +240,28 @@ def parser_body(cp: Compiler, decl: A.ParserDecl, scope: Scope, em: Emitter, p4n
         for x in s.stmts:
             stmt(cp, x, st_scope, em, fc)
         transition(cp, s, st_scope, em, fns)
-    em(f"st = {fns['start']}")
-    em("while st is not None:")
-    em("    st = st(c)")
 
 
-def _target(name: str, fns: dict[str, str], node: Any) -> str:
-    if name == "accept":
-        return "None"
-    if name == "reject":
-        return "_REJECT"
-    if name not in fns:
+def _target(name: str, fns: dict[str, str], node: Any) -> None:
+    if name not in ("accept", "reject") and name not in fns:
         raise err(f"unknown parser state {name}", node)
-    return fns[name]
 
 
 def transition(cp: Compiler, s: A.ParserState, scope: Scope, em: Emitter, fns: dict[str, str]) -> None:
+    """Check a state's transition: its targets, select keys and keysets (up to the first
+    case that always matches)."""
     tr = s.transition
     if tr is None:
-        em("return _REJECT")  # a state without transition goes to reject
-        return
+        return  # a state without transition goes to reject
     if isinstance(tr, str):
-        tgt = _target(tr, fns, s)
-        em("return _REJECT" if tgt == "_REJECT" else f"return {tgt}")
+        _target(tr, fns, s)
         return
     keys = [cp.value(x, scope, em) for x in tr.exprs]
     for k, x in zip(keys, tr.exprs, strict=False):
         if isinstance(k.type, T.IntT):
             raise err("select keys need a known width", x)
-    kvars = []
-    for i, k in enumerate(keys):
-        kv = f"_k{i}"
-        em(f"{kv} = {k.code}")
-        kvars.append(kv)
     for case in tr.cases:
-        tgt = _target(case.state, fns, case)
-        ret = "return _REJECT" if tgt == "_REJECT" else f"return {tgt}"
+        _target(case.state, fns, case)
         ks = case.keyset.items if isinstance(case.keyset, A.TupleKeyset) else [case.keyset]
         if len(ks) == 1 and len(keys) > 1 and isinstance(ks[0], (A.DefaultExpr, A.DontCare)):
             ks = ks * len(keys)
@@ -283,43 +269,31 @@ def transition(cp: Compiler, s: A.ParserState, scope: Scope, em: Emitter, fns: d
             # a value_set used for a tuple of keys
             if len(ks) == 1 and isinstance(ks[0], A.NameExpr) and isinstance(scope.lookup(ks[0].name),
                                                                                ValueSetBind):
-                vs = scope.lookup(ks[0].name)
-                em(f"if {vs.code}.match(({', '.join(kvars)},)):")
-                em(f"    {ret}")
                 continue
             raise err(f"select case has {len(ks)} values for {len(keys)} keys", case)
-        conds = []
-        for kv, k, x in zip(kvars, keys, ks, strict=False):
-            c = keyset_cond(cp, kv, k.type, x, scope)
-            if c is not None:
-                conds.append(c)
-        if conds:
-            em(f"if {' and '.join(conds)}:")
-            em(f"    {ret}")
-        else:
-            em(ret)
+        always = True
+        for k, x in zip(keys, ks, strict=False):
+            always &= keyset_check(cp, k.type, x, scope)
+        if always:
             return
-    em("raise ParserError('NoMatch')")
 
 
-def keyset_cond(cp: Compiler, kv: str, kt: T.Type, x: A.Expr, scope: Scope) -> str | None:
+def keyset_check(cp: Compiler, kt: T.Type, x: A.Expr, scope: Scope) -> bool:
+    """Check one keyset element against a key of type kt; True when it matches any value."""
     if isinstance(x, (A.DefaultExpr, A.DontCare)):
-        return None
+        return True
     if isinstance(x, A.Mask):
-        v = cp.value(x.value, scope, Emitter(), want=kt)
-        m = cp.value(x.mask, scope, Emitter(), want=kt)
-        vc, mc = _const_of(cp, v, kt, x), _const_of(cp, m, kt, x)
-        return f"({kv} & {mc:#x}) == {vc & mc:#x}"
+        _const_of(cp, cp.value(x.value, scope, Emitter(), want=kt), kt, x)
+        _const_of(cp, cp.value(x.mask, scope, Emitter(), want=kt), kt, x)
+        return False
     if isinstance(x, A.RangeExpr):
-        lo = _const_of(cp, cp.value(x.lo, scope, Emitter(), want=kt), kt, x)
-        hi = _const_of(cp, cp.value(x.hi, scope, Emitter(), want=kt), kt, x)
-        return f"{lo} <= {kv} <= {hi}"
-    if isinstance(x, A.NameExpr):
-        b = scope.lookup(x.name)
-        if isinstance(b, ValueSetBind):
-            return f"{b.code}.match(({kv},))"
-    v = cp.value(x, scope, Emitter(), want=kt)
-    return f"{kv} == {_const_of(cp, v, kt, x)!r}"
+        _const_of(cp, cp.value(x.lo, scope, Emitter(), want=kt), kt, x)
+        _const_of(cp, cp.value(x.hi, scope, Emitter(), want=kt), kt, x)
+        return False
+    if isinstance(x, A.NameExpr) and isinstance(scope.lookup(x.name), ValueSetBind):
+        return False
+    _const_of(cp, cp.value(x, scope, Emitter(), want=kt), kt, x)
+    return False
 
 
 def _const_of(cp: Compiler, v: V, kt: T.Type, node: Any) -> Any:
@@ -362,7 +336,7 @@ def table_decl(cp: Compiler, d: A.TableDecl, scope: Scope, prefix: str) -> None:
 def finish_table(cp: Compiler, d: A.TableDecl, scope: Scope, p4name: str, code: str) -> None:
     key_prop = d.prop("key")
     keys = key_prop.value if key_prop is not None else []
-    kinds, widths, codes, mfs = [], [], [], []
+    kinds, widths, mfs = [], [], []
     em = Emitter()
     for i, k in enumerate(keys, start=1):
         if k.match_kind not in cp.match_kinds:
@@ -370,18 +344,13 @@ def finish_table(cp: Compiler, d: A.TableDecl, scope: Scope, p4name: str, code: 
         v = cp.value(k.expr, scope, em)
         t = v.type
         if isinstance(t, T.BoolT):
-            kc, w = f"int({v.code})", 1
+            w = 1
         elif isinstance(t, T.BitT):
             w = t.width
-            kc = v.code if not t.signed else f"({v.code} & {t.mask:#x})"
         elif isinstance(t, T.EnumT) and t.underlying is not None:
-            kc, w = v.code, t.underlying.width
-        elif isinstance(t, T.ErrorT):
-            kc, w = f"_ERRNO[{v.code}]", 32
-        elif isinstance(t, T.EnumT):
-            # p4c gives bmv2 plain enums as 32-bit member indices in declaration order
-            index = {f"{t.enum_name}.{m}": i for i, m in enumerate(t.members)}
-            kc, w = f"{index!r}[{v.code}]", 32
+            w = t.underlying.width
+        elif isinstance(t, (T.ErrorT, T.EnumT)):
+            w = 32  # p4c gives bmv2 errors and plain enums as 32-bit numbers (member index)
         else:
             raise err(f"table key of type {t} is not supported", k.expr)
         if k.match_kind == "selector":
@@ -391,7 +360,6 @@ def finish_table(cp: Compiler, d: A.TableDecl, scope: Scope, p4name: str, code: 
         anns = [a.source() for a in k.annotations if a.name not in ("name", "id")]
         kinds.append(k.match_kind)
         widths.append(w)
-        codes.append(kc)
         mfs.append(M.MatchField(fname, w, k.match_kind, i, anns))
     key_fn = f"k_{code}"
 
