@@ -190,7 +190,6 @@ def compile_block(cp: Compiler, decl: Any, p4name: str, ctor_args: list[A.Arg], 
         if isinstance(b, Var) and b.code.startswith("p_"):
             b.code = "c." + b.code
     em_init = Emitter()
-    em_init.level = 1
     fc_ctl = FnContext(local_prefix="c.l_")
     # locals: constants, variables, instances, actions, tables, value sets
     prev_current = cp.ctx_slots.pop("__current__", None)

@@ -53,26 +53,9 @@ class V:
 
 
 class Emitter:
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-        self.level = 0
-
-    def __call__(self, line: str) -> None:
-        self.lines.append("    " * self.level + line)
-
-    def indent(self) -> "_Indent":
-        return _Indent(self)
-
-
-class _Indent:
-    def __init__(self, em: Emitter):
-        self.em = em
-
-    def __enter__(self) -> None:
-        self.em.level += 1
-
-    def __exit__(self, *a: Any) -> None:
-        self.em.level -= 1
+    """Where the type check's statements would go: nowhere, the Python that runs is written from
+    the IR. The lowering passes a list of IR statements where the checks pass an Emitter, so an
+    Emitter also marks a context without statements (constant expressions, declarations)."""
 
 
 @dataclass
@@ -127,7 +110,7 @@ class Compiler:
     def __init__(self, program: A.Program):
         self.program = program
         self.g = Scope(kind="global")
-        self.em = Emitter()  # body of __build
+        self.em = Emitter()  # the global declarations' context
         self.ids = itertools.count(1)
         self.struct_types: dict[int, T.StructLikeT] = {}
         self.errors: list[str] = []
