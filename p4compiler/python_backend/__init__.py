@@ -129,7 +129,6 @@ class _Build(Compiler):
             if not isinstance(t, T.StructLikeT) or t.kind != "struct":
                 raise err(f"the v1model {what} type must be a struct, not {t}", parser_decl)
         self.meta_type = meta_t  # type: ignore[assignment]
-        self.field_list_paths = _field_lists(meta_t)  # type: ignore[arg-type]
         fns: dict[str, str] = {}
         for role, (decl, name, args) in zip(V1SWITCH_BLOCKS, block_decls, strict=False):
             kind_ok = isinstance(decl, A.ParserDecl) if role == "parser" else isinstance(decl, A.ControlDecl)

@@ -15,7 +15,6 @@ from p4compiler.python_backend.scope import (
     ExternInst,
     FuncBind,
     Scope,
-    Var,
 )
 
 TABLE_RESULT = T.ExternT("__table_result")
@@ -59,7 +58,7 @@ def compile_call(cp: Compiler, e: A.Call, scope: Scope, em: Emitter, want: Any) 
     if isinstance(callee, A.Member):
         tb = cp.table_of_apply(e, scope)
         if tb is not None:
-            return V(f"{tb.code}.apply(c)", TABLE_RESULT, bind=("apply", tb))
+            return V("", TABLE_RESULT, bind=("apply", tb))
         method = callee.member
         base = cp.expr(callee.expr, scope, em)
         b = base.bind
@@ -88,24 +87,20 @@ def compile_call(cp: Compiler, e: A.Call, scope: Scope, em: Emitter, want: Any) 
             if e.args:
                 raise err(f"{method}() takes no arguments", e)
             if method == "isValid":
-                return V(f"{base.code}._v", T.BOOL)
+                return V("", T.BOOL)
             if method in ("setValid", "setInvalid"):
-                val = "True" if method == "setValid" else "False"
-                union = union_of(cp, callee.expr, scope)
-                if union is not None and method == "setValid":
-                    return V(f"_union_set_valid({union}, {base.code})", T.VOID)
-                return V(f"_setv({base.code}, {val})", T.VOID)
+                return V("", T.VOID)
             raise err(f"headers have no method {method}", e)
         if isinstance(bt, T.StructLikeT) and bt.is_union:
             if method == "isValid":
-                return V(f"_union_valid({base.code})", T.BOOL)
+                return V("", T.BOOL)
             raise err(f"header unions have no method {method}", e)
         if isinstance(bt, T.StackT):
             if method in ("push_front", "pop_front"):
                 if len(e.args) != 1:
                     raise err(f"{method} takes one argument", e)
                 n = cp.const_int(e.args[0].value, scope)
-                return V(f"{base.code}.{method}({n})", T.VOID)
+                return V("", T.VOID)
             raise err(f"header stacks have no method {method}", e)
         raise err(f"values of type {bt} have no method {method}", e)
     if isinstance(callee, A.NameExpr):
@@ -120,14 +115,6 @@ def compile_call(cp: Compiler, e: A.Call, scope: Scope, em: Emitter, want: Any) 
             return extern_function(cp, callee.name, b, e, scope, em)
         raise err(f"{callee.name} is not callable", e)
     raise err("unsupported call", e)
-
-
-def union_of(cp: Compiler, e: A.Expr, scope: Scope) -> str | None:
-    if isinstance(e, A.Member):
-        base = cp.expr(e.expr, scope, Emitter())
-        if isinstance(base.type, T.StructLikeT) and base.type.is_union:
-            return base.code
-    return None
 
 
 # ---------------------------------------------------------------------------- user calls
@@ -159,7 +146,7 @@ def bind_args(cp: Compiler, params: list[A.Param], args: list[A.Expr | None], ps
             if scalar:
                 codes.append(cp.coerce(v, pt, a))
             else:
-                codes.append(f"{v.code}._copy()" if not v.code.startswith("_mk(") else v.code)
+                codes.append(v.code)
     return codes, outs
 
 
@@ -220,7 +207,6 @@ def call_block(cp: Compiler, b: BlockInst, e: A.Call, scope: Scope, em: Emitter)
 
 # ---------------------------------------------------------------------------- packets
 def packet_in_method(cp: Compiler, pkt: V, method: str, e: A.Call, scope: Scope, em: Emitter) -> V:
-    P = pkt.code
     if method == "extract":
         if len(e.args) not in (1, 2):
             raise err("extract takes one or two arguments", e)
@@ -243,19 +229,19 @@ def packet_in_method(cp: Compiler, pkt: V, method: str, e: A.Call, scope: Scope,
             raise err("lookahead takes one type argument and no arguments", e)
         t = cp.resolve_type(e.type_args[0], scope)
         if isinstance(t, T.BitT):
-            return V(f"_peek({P}, {t.width})", t)
+            return V("", t)
         if isinstance(t, T.BoolT):
-            return V(f"bool(_peek({P}, 1))", t)
+            return V("", t)
         if isinstance(t, T.StructLikeT) and t.is_header:
-            return V(f"_look_{t.cls_name}({P})", t)
+            return V("", t)
         raise err(f"lookahead of type {t} is not supported", e)
     if method == "advance":
         if len(e.args) != 1:
             raise err("advance takes one argument", e)
-        bits = cp.value(e.args[0].value, scope, em)
-        return V(f"_advance({P}, {bits.code})", T.VOID)
+        cp.value(e.args[0].value, scope, em)
+        return V("", T.VOID)
     if method == "length":
-        return V(f"{P}.n", T.BitT(32))
+        return V("", T.BitT(32))
     raise err(f"packet_in has no method {method}", e)
 
 
@@ -339,36 +325,6 @@ def _flatten_value(code: str, t: T.Type, node: Any) -> str:
     raise err(f"cannot use a {t} value in a field list", node)
 
 
-def lvalue_paths(cp: Compiler, e: A.Expr | None, scope: Scope) -> list[tuple[str, ...]]:
-    """Paths (root marker + attribute names) of the metadata fields named by a field list."""
-    if e is None:
-        return []
-    items = e.items if isinstance(e, A.ListExpr) else [e]
-    out: list[tuple[str, ...]] = []
-    for it in items:
-        path: list[str] = []
-        x = it
-        while isinstance(x, A.Member):
-            path.insert(0, T.pyname(x.member))
-            x = x.expr
-        if isinstance(x, A.TypeMember):
-            path.insert(0, T.pyname(x.member))
-            x = A.NameExpr(getattr(x.type, "name", ""))
-        if not isinstance(x, A.NameExpr):
-            continue
-        b = scope.lookup(x.name)
-        if not isinstance(b, Var):
-            continue
-        if cp.meta_type is not None and b.type is cp.meta_type:
-            root = "m"
-        elif isinstance(b.type, T.StructLikeT) and b.type.type_name == "standard_metadata_t":
-            root = "s"
-        else:
-            continue
-        out.append((root, *path))
-    return out
-
-
 # ---------------------------------------------------------------------------- externs
 def _lv_assign(cp: Compiler, lv: A.Expr, code: str, t: T.Type, scope: Scope, em: Emitter) -> None:
     from p4compiler.python_backend.stmts import assign_code
@@ -407,11 +363,12 @@ def extern_method(cp: Compiler, inst: ExternInst, method: str, e: A.Call, scope:
         if method == "write" and len(args) == 2:
             idx = cp.value(args[0], scope, em, want=T.BitT(32))
             val = cp.value(args[1], scope, em, want=et)
-            return V(f"{X}.write({idx.code}, {cp.coerce(val, et, args[1])})", T.VOID)
+            cp.coerce(val, et, args[1])
+            return V("", T.VOID)
     elif kind == "counter":
         if method == "count" and len(args) == 1:
             idx = cp.value(args[0], scope, em, want=T.BitT(32))
-            return V(f"{X}.count({idx.code}, c.P.length)", T.VOID)
+            return V("", T.VOID)
     elif kind == "direct_counter":
         if method == "count" and not args:
             return V("None", T.VOID)  # the table counts every hit already
@@ -428,7 +385,8 @@ def extern_method(cp: Compiler, inst: ExternInst, method: str, e: A.Call, scope:
             return V("None", T.VOID)
     elif kind == "Checksum16":
         if method == "get" and len(args) == 1:
-            return V(f"_csum('csum16', {flatten_fields(cp, args[0], scope, em)})", T.BitT(16))
+            flatten_fields(cp, args[0], scope, em)
+            return V("", T.BitT(16))
     raise err(f"{kind} {inst.p4name} has no method {method} with {len(args)} arguments", e)
 
 
@@ -446,8 +404,9 @@ def extern_function(cp: Compiler, name: str, b: ExternFuncBind, e: A.Call, scope
         cp.value(args[1], scope, em)
         return V("None", T.VOID)
     if name == "mark_to_drop":
-        sm = cp.value(args[0], scope, em).code if n == 1 else "c.P.sm"
-        return V(f"_mark_to_drop({sm})", T.VOID)
+        if n == 1:
+            cp.value(args[0], scope, em)
+        return V("", T.VOID)
     if name == "hash":
         need(5)
         t = _target_type(cp, args[0], scope)
@@ -489,41 +448,29 @@ def extern_function(cp: Compiler, name: str, b: ExternFuncBind, e: A.Call, scope
         if isinstance(v.type, T.StructLikeT):
             cp.digests.setdefault(v.type.type_name, v.type)
             fields = ", ".join(f"{f!r}: {v.code}.{T.pyname(f)}" for f, _ in v.type.fields)
-            return V(f"RT.digest({v.type.type_name!r}, {{{fields}}})", T.VOID)
+            return V("", T.VOID)
         raise err("digest data must be a struct", args[1])
     if name in ("clone", "clone3", "clone_preserving_field_list"):
-        ctype = cp.value(args[0], scope, em)
-        session = cp.value(args[1], scope, em)
-        if name == "clone":
-            need(2)
-            paths = "()"
-        elif name == "clone3":
-            need(3)
-            paths = repr(tuple(lvalue_paths(cp, args[2], scope)))
-        else:
-            need(3)
-            paths = repr(tuple(cp.field_list_paths.get(cp.const_int(args[2], scope), [])))
-        return V(f"_clone(c.P, {ctype.code}, {session.code}, {paths})", T.VOID)
-    if name in ("resubmit", "recirculate"):
+        cp.value(args[0], scope, em)
+        cp.value(args[1], scope, em)
+        need(2 if name == "clone" else 3)
+        if name == "clone_preserving_field_list":
+            cp.const_int(args[2], scope)
+        return V("", T.VOID)
+    if name in ("resubmit", "recirculate", "truncate", "assert", "assume"):
         need(1)
-        paths = repr(tuple(lvalue_paths(cp, args[0], scope)))
-        return V(f"_set_flag(c.P, {name!r}, {paths})", T.VOID)
+        if name in ("truncate", "assert", "assume"):
+            cp.value(args[0], scope, em)
+        return V("", T.VOID)
     if name in ("resubmit_preserving_field_list", "recirculate_preserving_field_list"):
         need(1)
-        paths = repr(tuple(cp.field_list_paths.get(cp.const_int(args[0], scope), [])))
-        return V(f"_set_flag(c.P, {name.split('_')[0]!r}, {paths})", T.VOID)
-    if name == "truncate":
-        need(1)
-        ln = cp.value(args[0], scope, em)
-        return V(f"_set_truncate(c.P, {ln.code})", T.VOID)
-    if name in ("assert", "assume"):
-        need(1)
-        cond = cp.value(args[0], scope, em)
-        return V(f"_assert({cond.code}, {str(e.loc)!r})", T.VOID)
+        cp.const_int(args[0], scope)
+        return V("", T.VOID)
     if name == "log_msg":
-        msg = cp.value(args[0], scope, em)
-        data = flatten_values(cp, args[1], scope, em) if n > 1 else "()"
-        return V(f"RT.log_msg({msg.code}, {data})", T.VOID)
+        cp.value(args[0], scope, em)
+        if n > 1:
+            flatten_values(cp, args[1], scope, em)
+        return V("", T.VOID)
     if name == "static_assert":
         cond = cp.value(args[0], scope, em)
         if not cond.is_const:

@@ -40,12 +40,14 @@ def err(msg: str, node: Any = None) -> CompileError:
 
 @dataclass
 class V:
-    """A compiled expression: Python source, its P4 type, and its value if constant."""
+    """A checked expression: its P4 type, its value if constant, and `code` (what the lowering
+    makes of it: an ir.Expr; the type check leaves it empty)."""
 
     code: str
     type: T.Type
     const: Any = None
     bind: Any = None  # for names that are not values (tables, externs, actions, ...)
+    init: bool = False  # a struct/header initializer of this type (not stored anywhere yet)
 
     @property
     def is_const(self) -> bool:
@@ -123,7 +125,6 @@ class Compiler:
         self.digests: dict[str, T.StructLikeT] = {}
         self.emitted_actions: dict[int, str] = {}
         self.ctx_slots: dict[str, list[str]] = {}
-        self.field_list_paths: dict[int, list[tuple[str, ...]]] = {}
         self.meta_type: T.StructLikeT | None = None
         self.blocks: dict[str, Any] = {}
 
@@ -368,12 +369,9 @@ class Compiler:
         if isinstance(e.expr, A.Call) and e.member in ("hit", "miss", "action_run"):
             tb = self.table_of_apply(e.expr, scope)
             if tb is not None:
-                call = f"{tb.code}.apply(c)"
-                if e.member == "hit":
-                    return V(f"{call}[0]", T.BOOL)
-                if e.member == "miss":
-                    return V(f"(not {call}[0])", T.BOOL)
-                return V(f"{call}[1]", T.STRING, bind=("action_run", tb))
+                if e.member in ("hit", "miss"):
+                    return V("", T.BOOL)
+                return V("", T.STRING, bind=("action_run", tb))
         base = self.expr(e.expr, scope, em)
         if base.bind is not None:
             raise err(f"cannot take member {e.member} of {self.text(e.expr)}", e)
@@ -382,16 +380,16 @@ class Compiler:
             ft = bt.field_type(e.member)
             if ft is None:
                 raise err(f"{bt.name()} has no field {e.member}", e)
-            return V(f"{base.code}.{T.pyname(e.member)}", ft)
+            return V("", ft)
         if isinstance(bt, T.StackT):
             if e.member == "size":
                 return V(repr(bt.size), T.BitT(32), bt.size)
             if e.member == "lastIndex":
-                return V(f"(({base.code}.nxt - 1) & 0xffffffff)", T.BitT(32))
+                return V("", T.BitT(32))
             if e.member == "last":
-                return V(f"_stack_last({base.code})", bt.element)
+                return V("", bt.element)
             if e.member == "next":
-                return V(f"_stack_next({base.code})", bt.element, bind=None)
+                return V("", bt.element, bind=None)
             raise err(f"header stack has no member {e.member}", e)
         raise err(f"cannot take member {e.member} of a value of type {bt}", e)
 
@@ -411,15 +409,15 @@ class Compiler:
             if not 0 <= i < len(base.type.elements):
                 raise err(f"index {i} out of range for {base.type}", e)
             et = base.type.elements[i]
-            return V(f"{base.code}[{i}]", et, base.const[i] if isinstance(base.const, tuple) else None)
+            return V("", et, base.const[i] if isinstance(base.const, tuple) else None)
         if not isinstance(base.type, T.StackT):
             raise err(f"cannot index a value of type {base.type}", e)
         idx = self.value(e.index, scope, em)
         if idx.is_const:
             if not 0 <= idx.const < base.type.size:
                 raise err(f"index {idx.const} out of bounds for {base.type}", e)
-            return V(f"{base.code}.h[{idx.const}]", base.type.element)
-        return V(f"_stack_at({base.code}, {idx.code})", base.type.element)
+            return V("", base.type.element)
+        return V("", base.type.element)
 
     def x_Slice(self, e: A.Slice, scope, em, want) -> V:
         base = self.value(e.expr, scope, em)
@@ -434,14 +432,10 @@ class Compiler:
         if not (0 <= lo <= hi < base.type.width):
             raise err(f"slice [{hi}:{lo}] out of range for {base.type}", e)
         w = hi - lo + 1
-        m = (1 << w) - 1
         if base.is_const:
-            val = (base.const >> lo) & m
+            val = (base.const >> lo) & ((1 << w) - 1)
             return V(repr(val), T.BitT(w), val)
-        if lo == 0 and w == base.type.width and not base.type.signed:
-            return V(base.code, T.BitT(w))
-        code = f"(({base.code} >> {lo}) & {m:#x})" if lo else f"({base.code} & {m:#x})"
-        return V(code, T.BitT(w))
+        return V("", T.BitT(w))
 
     def x_Unary(self, e: A.Unary, scope, em, want) -> V:
         v = self.value(e.expr, scope, em, want)
@@ -451,7 +445,7 @@ class Compiler:
                 raise err(f"! needs a bool, not {t}", e)
             if v.is_const:
                 return V(repr(not v.const), T.BOOL, not v.const)
-            return V(f"(not {v.code})", T.BOOL)
+            return V("", T.BOOL)
         if e.op == "+":
             return v
         if isinstance(t, T.IntT):
@@ -464,17 +458,7 @@ class Compiler:
         if v.is_const:
             val = fit(-v.const if e.op == "-" else ~v.const, t)
             return V(repr(val), t, val)
-        if e.op == "-":
-            return V(self.wrap(f"(-{v.code})", t), t)
-        if t.signed:
-            return V(f"(~{v.code})", t)
-        return V(f"({v.code} ^ {t.mask:#x})", t)
-
-    def wrap(self, code: str, t: T.BitT) -> str:
-        if t.signed:
-            h = 1 << (t.width - 1)
-            return f"((({code}) + {h:#x} & {t.mask:#x}) - {h:#x})"
-        return f"(({code}) & {t.mask:#x})"
+        return V("", t)
 
     def unify(self, lv: V, r: V, e: Any, op: str) -> T.Type:
         lt, rt = lv.type, r.type
@@ -511,8 +495,7 @@ class Compiler:
             if lv.is_const and r.is_const:
                 val = (lv.const and r.const) if op == "&&" else (lv.const or r.const)
                 return V(repr(val), T.BOOL, val)
-            py = "and" if op == "&&" else "or"
-            return V(f"({lv.code} {py} {r.code})", T.BOOL)
+            return V("", T.BOOL)
         lv = self.value(e.left, scope, em)
         r = self.value(e.right, scope, em, want=lv.type if not isinstance(lv.type, T.IntT) else None)
         if op == "++":
@@ -523,12 +506,12 @@ class Compiler:
         if op in ("==", "!=", "<", ">", "<=", ">="):
             if op not in ("==", "!=") and not isinstance(t, (T.BitT, T.IntT)):
                 raise err(f"{op} needs integer operands, not {t}", e)
-            lc = self.coerce(lv, t, e.left)
-            rc = self.coerce(r, t, e.right)
+            self.coerce(lv, t, e.left)
+            self.coerce(r, t, e.right)
             if lv.is_const and r.is_const:
                 val = _CMP[op](lv.const, r.const)
                 return V(repr(val), T.BOOL, val)
-            return V(f"({lc} {op} {rc})", T.BOOL)
+            return V("", T.BOOL)
         if not isinstance(t, (T.BitT, T.IntT)):
             raise err(f"{op} needs integer operands, not {t}", e)
         if lv.is_const and r.is_const:
@@ -536,25 +519,10 @@ class Compiler:
             return V(repr(val), t, val)
         if isinstance(t, T.IntT):
             raise err(f"operands of {op} need a known width", e)
-        lc = self.coerce(lv, t, e.left)
-        rc = self.coerce(r, t, e.right)
-        if op in ("&", "|", "^"):
-            return V(f"({lc} {op} {rc})", t)
-        if op in ("+", "-", "*"):
-            return V(self.wrap(f"{lc} {op} {rc}", t), t)
-        if op in ("/", "%"):
-            pyop = "//" if op == "/" else "%"
-            return V(f"({lc} {pyop} {rc})", t)
-        if op == "|+|":
-            if t.signed:
-                h = 1 << (t.width - 1)
-                return V(f"max(min({lc} + {rc}, {h - 1}), {-h})", t)
-            return V(f"min({lc} + {rc}, {t.mask:#x})", t)
-        if op == "|-|":
-            if t.signed:
-                h = 1 << (t.width - 1)
-                return V(f"max(min({lc} - {rc}, {h - 1}), {-h})", t)
-            return V(f"max({lc} - {rc}, 0)", t)
+        self.coerce(lv, t, e.left)
+        self.coerce(r, t, e.right)
+        if op in ("&", "|", "^", "+", "-", "*", "/", "%", "|+|", "|-|"):
+            return V("", t)
         raise err(f"unsupported operator {op}", e)
 
     def fold(self, op: str, a: int, b: int, t: T.Type, e: Any) -> int:
@@ -595,37 +563,21 @@ class Compiler:
             return V(repr(val), T.INT, val)
         if not isinstance(lt, T.BitT):
             raise err(f"cannot shift a value of type {lt}", e)
-        w = lt.width
-        if r.is_const:
+        if r.is_const and lv.is_const:
             n = r.const
-            if lv.is_const:
-                val = fit(lv.const << n, lt) if op == "<<" else lv.const >> n
-                return V(repr(val), lt, val)
-            if op == "<<":
-                if n >= w:
-                    return V("0", lt, None)
-                return V(self.wrap(f"{lv.code} << {n}", lt), lt)
-            if n >= w:
-                return V(f"(-1 if {lv.code} < 0 else 0)" if lt.signed else "0", lt)
-            return V(f"({lv.code} >> {n})", lt)
-        if op == "<<":
-            return V(f"({self.wrap(f'{lv.code} << {r.code}', lt)} if {r.code} < {w} else 0)", lt)
-        return V(f"({lv.code} >> {r.code})", lt)
+            val = fit(lv.const << n, lt) if op == "<<" else lv.const >> n
+            return V(repr(val), lt, val)
+        return V("", lt)
 
     def concat(self, lv: V, r: V, e: Any) -> V:
         lt, rt = lv.type, r.type
         if not isinstance(lt, T.BitT) or not isinstance(rt, T.BitT):
             raise err(f"++ needs bit<> or int<> operands with known widths, not {lt} and {rt}", e)
         t = T.BitT(lt.width + rt.width, lt.signed)
-        lc = lv.code if not lt.signed else f"({lv.code} & {lt.mask:#x})"
-        rc = r.code if not rt.signed else f"({r.code} & {rt.mask:#x})"
         if lv.is_const and r.is_const:
             val = fit(((lv.const & lt.mask) << rt.width) | (r.const & rt.mask), t)
             return V(repr(val), t, val)
-        code = f"(({lc} << {rt.width}) | {rc})"
-        if t.signed:
-            code = self.wrap(code, t)
-        return V(code, t)
+        return V("", t)
 
     def x_Ternary(self, e: A.Ternary, scope, em, want) -> V:
         c = self.value(e.cond, scope, em)
@@ -638,7 +590,9 @@ class Compiler:
             t = want
         if c.is_const:
             return a if c.const else b
-        return V(f"({self.coerce(a, t, e.then)} if {c.code} else {self.coerce(b, t, e.other)})", t)
+        self.coerce(a, t, e.then)
+        self.coerce(b, t, e.other)
+        return V("", t)
 
     def x_Cast(self, e: A.Cast, scope, em, want) -> V:
         t = self.resolve_type(e.type, scope)
@@ -655,14 +609,14 @@ class Compiler:
                     raise err(f"cannot cast bool to {t} (only to bit<1>)", e)
                 if v.is_const:
                     return V(repr(int(v.const)), t, int(v.const))
-                return V(f"int({v.code})", t)
+                return V("", t)
             if isinstance(s, T.EnumT) and s.underlying is not None:
                 s = s.underlying
             if isinstance(s, T.IntT):
                 if v.is_const:
                     val = fit(v.const, t)
                     return V(repr(val), t, val)
-                return V(self.wrap(v.code, t), t)
+                return V("", t)
             if isinstance(s, T.BitT):
                 if v.is_const:
                     val = fit(v.const, t)
@@ -670,16 +624,16 @@ class Compiler:
                 if not t.signed:
                     if not s.signed and s.width <= t.width:
                         return V(v.code, t)
-                    return V(f"({v.code} & {t.mask:#x})", t)
+                    return V("", t)
                 if s.signed and s.width <= t.width:
                     return V(v.code, t)
-                return V(self.wrap(v.code, t), t)
+                return V("", t)
             raise err(f"cannot cast {s} to {t}", e)
         if isinstance(t, T.BoolT):
             if isinstance(s, T.BitT) and s.width == 1:
                 if v.is_const:
                     return V(repr(bool(v.const)), T.BOOL, bool(v.const))
-                return V(f"({v.code} != 0)", T.BOOL)
+                return V("", T.BOOL)
             if isinstance(s, T.IntT) and v.is_const and v.const in (0, 1):
                 return V(repr(bool(v.const)), T.BOOL, bool(v.const))
             raise err(f"cannot cast {s} to bool", e)
@@ -703,7 +657,7 @@ class Compiler:
                         # p4c warns and truncates; do the same
                         val = fit(val, t)
                     return repr(fit(val, t))
-                return self.wrap(v.code, t)
+                return v.code
             if isinstance(s, T.BitT):
                 if s != t:
                     raise err(f"cannot use a {s} value where {t} is expected (add a cast)", node)
@@ -725,8 +679,7 @@ class Compiler:
         if isinstance(want, T.StructLikeT):
             return self.build_struct(want, [(None, x) for x in e.items], scope, em, e)
         items = [self.value(x, scope, em) for x in e.items]
-        return V("(" + "".join(i.code + ", " for i in items) + ")", T.ListT([i.type for i in items]),
-                 bind=None)
+        return V("", T.ListT([i.type for i in items]))
 
     def x_StructExpr(self, e: A.StructExpr, scope, em, want) -> V:
         if not isinstance(want, T.StructLikeT):
@@ -736,17 +689,15 @@ class Compiler:
     def build_struct(self, t: T.StructLikeT, items: list, scope, em, e) -> V:
         if len(items) != len(t.fields):
             raise err(f"{t.name()} has {len(t.fields)} fields, the initializer gives {len(items)}", e)
-        parts = []
         named = {n: x for n, x in items if n is not None}
         for i, (fname, ftype) in enumerate(t.fields):
             x = named.get(fname) if named else items[i][1]
             if x is None:
                 raise err(f"initializer for {t.name()} lacks field {fname}", e)
             v = self.value(x, scope, em, want=ftype)
-            code = self.coerce(v, ftype, x) if not isinstance(ftype, (T.StructLikeT, T.StackT)) else v.code
-            parts.append(f"{T.pyname(fname)}={code}")
-        valid = "True" if t.is_header else "None"
-        return V(f"_mk({t.cls_name}, {valid}, {', '.join(parts)})", t)
+            if not isinstance(ftype, (T.StructLikeT, T.StackT)):
+                self.coerce(v, ftype, x)
+        return V("", t, init=True)
 
     def x_Mask(self, e, scope, em, want) -> V:
         raise err("&&& is only allowed in select cases and table entries", e)

@@ -52,7 +52,7 @@ def assign_code(cp: Compiler, lhs: A.Expr, rhs: V, scope: Scope, em: Emitter) ->
     target = lvalue(cp, lhs, scope, em)
     t = target.type
     if isinstance(t, (T.StructLikeT, T.StackT)):
-        if rhs.code.startswith("_mk("):  # a struct initializer built for this type
+        if rhs.init:  # a struct initializer built for this type
             return
         if not isinstance(rhs.type, (T.StructLikeT, T.StackT)) or (
                 rhs.type is not t and not T.same_type(rhs.type, t)):
