@@ -724,12 +724,14 @@ class CEmitter:
         assert isinstance(vb, ir.Varbit)
         n = self.x(st.varbit_bits) if st.varbit_bits is not None else "0"
         fixed = t.fixed_width()
+        # bmv2's extract_VL order: whole bytes (ParserInvalidArgument), then enough packet
+        # (PacketTooShort, as P4-16's extract pseudo-code), then the varbit's maximum (HeaderTooShort)
         self.line(f"uint64_t vb_ = {n};", lvl)
-        self.line(f"if (vb_ > {vb.max_width}) {{ err = {self.err['HeaderTooShort']}; goto P_error; }}", lvl)
         self.line(
             f"if ((vb_ + {fixed}) % 8) {{ err = {self.err['ParserInvalidArgument']}; goto P_error; }}", lvl
         )
         self.too_short(f"(uint64_t)c->off + (vb_ + {fixed}) / 8 > c->len", lvl)
+        self.line(f"if (vb_ > {vb.max_width}) {{ err = {self.err['HeaderTooShort']}; goto P_error; }}", lvl)
         self.line("const uint8_t *p_ = c->data + c->off;", lvl)
         off = "0"
         for name, ft in t.fields:
