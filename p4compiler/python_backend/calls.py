@@ -119,70 +119,57 @@ def compile_call(cp: Compiler, e: A.Call, scope: Scope, em: Emitter, want: Any) 
 
 # ---------------------------------------------------------------------------- user calls
 def bind_args(cp: Compiler, params: list[A.Param], args: list[A.Expr | None], pscope: Scope, scope: Scope,
-              em: Emitter, what: str, call: Any) -> tuple[list[str], list[tuple[A.Expr, T.Type]]]:
-    """Argument code in order, and the (lvalue, type) pairs to copy scalar out/inout results to."""
-    codes: list[str] = []
+              em: Emitter, what: str, call: Any) -> list[tuple[A.Expr, T.Type]]:
+    """Check the arguments against the parameters; returns the (lvalue, type) pairs scalar
+    out/inout results are copied out to."""
     outs: list[tuple[A.Expr, T.Type]] = []
     for p, a in zip(params, args, strict=False):
         pt = cp.resolve_type(p.type, pscope)
         if a is None:
-            composite = isinstance(pt, (T.StructLikeT, T.StackT))
-            codes.append("None" if composite else repr(T.default_value(pt)))
             continue
         scalar = not isinstance(pt, (T.StructLikeT, T.StackT))
-        if p.direction in ("out", "inout"):
-            if scalar:
-                outs.append((a, pt))
-                if p.direction == "inout":
-                    v = cp.value(a, scope, em, want=pt)
-                    codes.append(cp.coerce(v, pt, a))
-                else:
-                    codes.append(repr(T.default_value(pt)))
-            else:
-                v = cp.value(a, scope, em, want=pt)
-                codes.append(v.code)
-        else:
-            v = cp.value(a, scope, em, want=pt)
-            if scalar:
-                codes.append(cp.coerce(v, pt, a))
-            else:
-                codes.append(v.code)
-    return codes, outs
+        if scalar and p.direction in ("out", "inout"):
+            outs.append((a, pt))
+        if p.direction == "out" and scalar:
+            continue
+        v = cp.value(a, scope, em, want=pt)
+        if scalar:
+            cp.coerce(v, pt, a)
+    return outs
 
 
-def finish_call(cp: Compiler, code: str, outs: list, ret_type: T.Type, scope: Scope, em: Emitter) -> V:
+def finish_call(cp: Compiler, outs: list, ret_type: T.Type, scope: Scope, em: Emitter) -> V:
     """Check that the scalar out/inout arguments can take the values copied out to them."""
     from p4compiler.python_backend.stmts import assign_code
 
     for lv, t in outs:
         assign_code(cp, lv, V("", t), scope, em)
-    return V(code, ret_type)
+    return V("", ret_type)
 
 
 def call_action(cp: Compiler, b: ActionBind, e: A.Call, scope: Scope, em: Emitter) -> V:
     from p4compiler.python_backend.blocks import ensure_action
 
-    fn = ensure_action(cp, b)
+    ensure_action(cp, b)
     args = ordered_args(e, b.decl.params, f"action {b.decl.name}")
-    codes, outs = bind_args(cp, b.decl.params, args, b.scope, scope, em, b.decl.name, e)
-    return finish_call(cp, f"{fn}(c{''.join(', ' + c for c in codes)})", outs, T.VOID, scope, em)
+    outs = bind_args(cp, b.decl.params, args, b.scope, scope, em, b.decl.name, e)
+    return finish_call(cp, outs, T.VOID, scope, em)
 
 
 def call_function(cp: Compiler, b: FuncBind, e: A.Call, scope: Scope, em: Emitter) -> V:
     from p4compiler.python_backend.blocks import ensure_function
 
-    fn = ensure_function(cp, b)
+    ensure_function(cp, b)
     proto = b.decl.proto
     args = ordered_args(e, proto.params, f"function {proto.name}")
-    codes, outs = bind_args(cp, proto.params, args, b.scope, scope, em, proto.name, e)
+    outs = bind_args(cp, proto.params, args, b.scope, scope, em, proto.name, e)
     rt = cp.resolve_type(proto.return_type, b.scope)
-    return finish_call(cp, f"{fn}(c{''.join(', ' + c for c in codes)})", outs, rt, scope, em)
+    return finish_call(cp, outs, rt, scope, em)
 
 
 def call_block(cp: Compiler, b: BlockInst, e: A.Call, scope: Scope, em: Emitter) -> V:
     params = b.decl.params
     args = ordered_args(e, params, f"{b.decl.name}.apply")
-    codes: list[str] = []
     outs: list[tuple[A.Expr, T.Type]] = []
     inner = cp.blocks[b.fn]
     for p, a in zip(params, args, strict=False):
@@ -190,19 +177,14 @@ def call_block(cp: Compiler, b: BlockInst, e: A.Call, scope: Scope, em: Emitter)
         if isinstance(pt, T.ExternT) and pt.extern_name in ("packet_in", "packet_out"):
             continue  # the packet is implicit
         if a is None:
-            codes.append("None")
             continue
         scalar = not isinstance(pt, (T.StructLikeT, T.StackT))
         v = cp.value(a, scope, em, want=pt)
         if scalar and p.direction in ("out", "inout"):
             outs.append((a, pt))
-        if scalar:
-            codes.append(cp.coerce(v, pt, a) if p.direction != "out" else repr(T.default_value(pt)))
-        elif p.direction in ("", "in"):
-            codes.append(f"{v.code}._copy()")
-        else:
-            codes.append(v.code)
-    return finish_call(cp, f"{b.fn}(c.P{''.join(', ' + c for c in codes)})", outs, T.VOID, scope, em)
+        if scalar and p.direction != "out":
+            cp.coerce(v, pt, a)
+    return finish_call(cp, outs, T.VOID, scope, em)
 
 
 # ---------------------------------------------------------------------------- packets
@@ -286,50 +268,40 @@ def _size_bits(t: T.Type, largest: bool) -> int:
 
 
 # ---------------------------------------------------------------------------- field lists
-def flatten_fields(cp: Compiler, e: A.Expr | None, scope: Scope, em: Emitter) -> str:
-    """Python expression for a list of (value, width) pairs, as bmv2 feeds hash/checksum
-    calculations: fields of invalid headers are left out."""
+def check_fields(cp: Compiler, e: A.Expr | None, scope: Scope, em: Emitter) -> None:
+    """Check a hash/checksum field list: values of known width, headers, structs, stacks."""
     if e is None:
-        return "()"
+        return
     items = e.items if isinstance(e, A.ListExpr) else [e]
-    parts: list[str] = []
     for it in items:
         if isinstance(it, A.ListExpr):
-            parts.append(f"*{flatten_fields(cp, it, scope, em)}")
+            check_fields(cp, it, scope, em)
             continue
         v = cp.value(it, scope, em)
-        parts.append(_flatten_value(v.code, v.type, it))
-    return "(" + "".join(p + ", " for p in parts) + ")"
+        _check_field(v.type, it)
 
 
-def _flatten_value(code: str, t: T.Type, node: Any) -> str:
-    if isinstance(t, T.BitT):
-        if t.signed:
-            return f"({code} & {t.mask:#x}, {t.width})"
-        return f"({code}, {t.width})"
-    if isinstance(t, T.BoolT):
-        return f"(int({code}), 1)"
-    if isinstance(t, T.EnumT) and t.underlying is not None:
-        return f"({code}, {t.underlying.width})"
-    if isinstance(t, T.VarbitT):  # (value, bits) once extracted; a never-extracted one adds no bits
-        return f"({code} if type({code}) is tuple else (0, 0))"
+def _check_field(t: T.Type, node: Any) -> None:
+    if isinstance(t, (T.BitT, T.BoolT, T.VarbitT)) or (isinstance(t, T.EnumT) and t.underlying is not None):
+        return
     if isinstance(t, T.StructLikeT):
-        inner = ", ".join(_flatten_value(f"{code}.{T.pyname(n)}", ft, node) for n, ft in t.fields)
-        if t.is_header:
-            return f"*(({inner},) if {code}._v else ())"
-        return f"*({inner},)"
+        for _, ft in t.fields:
+            _check_field(ft, node)
+        return
     if isinstance(t, T.StackT):
-        return ", ".join(_flatten_value(f"{code}.h[{i}]", t.element, node) for i in range(t.size))
+        _check_field(t.element, node)
+        return
     if isinstance(t, T.IntT):
         raise err("a field list needs values of known width", node)
     raise err(f"cannot use a {t} value in a field list", node)
 
 
 # ---------------------------------------------------------------------------- externs
-def _lv_assign(cp: Compiler, lv: A.Expr, code: str, t: T.Type, scope: Scope, em: Emitter) -> None:
+def _lv_assign(cp: Compiler, lv: A.Expr, t: T.Type, scope: Scope, em: Emitter) -> None:
+    """Check that `lv` can take a value of type t (an extern's result)."""
     from p4compiler.python_backend.stmts import assign_code
 
-    assign_code(cp, lv, V(code, t), scope, em)
+    assign_code(cp, lv, V("", t), scope, em)
 
 
 def _target_type(cp: Compiler, lv: A.Expr, scope: Scope) -> T.Type:
@@ -352,40 +324,39 @@ def _algo(cp: Compiler, e: A.Expr, scope: Scope) -> str:
 
 def extern_method(cp: Compiler, inst: ExternInst, method: str, e: A.Call, scope: Scope, em: Emitter) -> V:
     kind = inst.type.extern_name if isinstance(inst.type, T.ExternT) else ""
-    X = inst.code
     args = [a.value for a in e.args]
     if kind == "register":
         et = inst.type.type_args[0] if inst.type.type_args else T.BitT(32)
         if method == "read" and len(args) == 2:
-            idx = cp.value(args[1], scope, em, want=T.BitT(32))
-            _lv_assign(cp, args[0], f"{X}.read({idx.code})", et, scope, em)
+            cp.value(args[1], scope, em, want=T.BitT(32))
+            _lv_assign(cp, args[0], et, scope, em)
             return V("None", T.VOID)
         if method == "write" and len(args) == 2:
-            idx = cp.value(args[0], scope, em, want=T.BitT(32))
+            cp.value(args[0], scope, em, want=T.BitT(32))
             val = cp.value(args[1], scope, em, want=et)
             cp.coerce(val, et, args[1])
             return V("", T.VOID)
     elif kind == "counter":
         if method == "count" and len(args) == 1:
-            idx = cp.value(args[0], scope, em, want=T.BitT(32))
+            cp.value(args[0], scope, em, want=T.BitT(32))
             return V("", T.VOID)
     elif kind == "direct_counter":
         if method == "count" and not args:
             return V("None", T.VOID)  # the table counts every hit already
     elif kind == "meter":
         if method == "execute_meter" and len(args) == 2:
-            idx = cp.value(args[0], scope, em, want=T.BitT(32))
+            cp.value(args[0], scope, em, want=T.BitT(32))
             t = _target_type(cp, args[1], scope)
-            _lv_assign(cp, args[1], f"{X}.execute({idx.code}, c.P.length)", t, scope, em)
+            _lv_assign(cp, args[1], t, scope, em)
             return V("None", T.VOID)
     elif kind == "direct_meter":
         if method == "read" and len(args) == 1:
             t = _target_type(cp, args[0], scope)
-            _lv_assign(cp, args[0], f"c.P.meter_color.get({inst.p4name!r}, 0)", t, scope, em)
+            _lv_assign(cp, args[0], t, scope, em)
             return V("None", T.VOID)
     elif kind == "Checksum16":
         if method == "get" and len(args) == 1:
-            flatten_fields(cp, args[0], scope, em)
+            check_fields(cp, args[0], scope, em)
             return V("", T.BitT(16))
     raise err(f"{kind} {inst.p4name} has no method {method} with {len(args)} arguments", e)
 
@@ -410,35 +381,32 @@ def extern_function(cp: Compiler, name: str, b: ExternFuncBind, e: A.Call, scope
     if name == "hash":
         need(5)
         t = _target_type(cp, args[0], scope)
-        w = _width(t, args[0])
-        algo = _algo(cp, args[1], scope)
-        base = cp.value(args[2], scope, em)
-        mx = cp.value(args[4], scope, em)
-        fields = flatten_fields(cp, args[3], scope, em)
-        code = f"_hash_result(_hash({algo!r}, {fields}), {base.code}, {mx.code}, {w})"
-        _lv_assign(cp, args[0], code, t, scope, em)
+        _width(t, args[0])
+        _algo(cp, args[1], scope)
+        cp.value(args[2], scope, em)
+        cp.value(args[4], scope, em)
+        check_fields(cp, args[3], scope, em)
+        _lv_assign(cp, args[0], t, scope, em)
         return V("None", T.VOID)
     if name == "random":
         need(3)
         t = _target_type(cp, args[0], scope)
-        lo = cp.value(args[1], scope, em, want=t)
-        hi = cp.value(args[2], scope, em, want=t)
-        _lv_assign(cp, args[0], f"RT.random({lo.code}, {hi.code})", t, scope, em)
+        cp.value(args[1], scope, em, want=t)
+        cp.value(args[2], scope, em, want=t)
+        _lv_assign(cp, args[0], t, scope, em)
         return V("None", T.VOID)
     if name in ("verify_checksum", "verify_checksum_with_payload", "update_checksum",
                 "update_checksum_with_payload"):
         need(4)
         cp.value(args[0], scope, em)
-        fields = flatten_fields(cp, args[1], scope, em)
-        algo = _algo(cp, args[3], scope)
-        payload = ", c.P.data[c.P.off:]" if name.endswith("_with_payload") else ""
+        check_fields(cp, args[1], scope, em)
+        _algo(cp, args[3], scope)
         t = _target_type(cp, args[2], scope)
-        w = _width(t, args[2])
-        calc = f"(_csum({algo!r}, {fields}{payload}) & {(1 << w) - 1:#x})"
+        _width(t, args[2])
         if name.startswith("verify"):
             cp.value(args[2], scope, em)
         else:
-            _lv_assign(cp, args[2], calc, t, scope, em)
+            _lv_assign(cp, args[2], t, scope, em)
         return V("None", T.VOID)
     if name == "digest":
         need(2)
@@ -447,7 +415,6 @@ def extern_function(cp: Compiler, name: str, b: ExternFuncBind, e: A.Call, scope
         v = cp.value(args[1], scope, em, want=want)
         if isinstance(v.type, T.StructLikeT):
             cp.digests.setdefault(v.type.type_name, v.type)
-            fields = ", ".join(f"{f!r}: {v.code}.{T.pyname(f)}" for f, _ in v.type.fields)
             return V("", T.VOID)
         raise err("digest data must be a struct", args[1])
     if name in ("clone", "clone3", "clone_preserving_field_list"):
@@ -469,7 +436,8 @@ def extern_function(cp: Compiler, name: str, b: ExternFuncBind, e: A.Call, scope
     if name == "log_msg":
         cp.value(args[0], scope, em)
         if n > 1:
-            flatten_values(cp, args[1], scope, em)
+            for it in args[1].items if isinstance(args[1], A.ListExpr) else [args[1]]:
+                cp.value(it, scope, em)
         return V("", T.VOID)
     if name == "static_assert":
         cond = cp.value(args[0], scope, em)
@@ -480,8 +448,3 @@ def extern_function(cp: Compiler, name: str, b: ExternFuncBind, e: A.Call, scope
             raise err(str(msg), e)
         return V("True", T.BOOL, True)
     raise err(f"extern function {name} is not supported by this switch", e)
-
-
-def flatten_values(cp: Compiler, e: A.Expr, scope: Scope, em: Emitter) -> str:
-    items = e.items if isinstance(e, A.ListExpr) else [e]
-    return "(" + "".join(cp.value(i, scope, em).code + ", " for i in items) + ")"

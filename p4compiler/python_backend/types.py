@@ -280,18 +280,3 @@ class Stack:
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Stack) and self.h == other.h
-
-
-def default_value(t: Type) -> Any:
-    """The default value of a scalar type t (0, False, ...), as the type check writes it."""
-    if isinstance(t, BoolT):
-        return False
-    if isinstance(t, (BitT, VarbitT, IntT)):
-        return 0
-    if isinstance(t, EnumT):
-        if t.underlying is not None:
-            return 0
-        return f"{t.enum_name}.{t.members[0]}" if t.members else None
-    if isinstance(t, ErrorT):
-        return "NoError"
-    return None
