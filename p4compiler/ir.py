@@ -25,8 +25,7 @@ visit the nodes generically.
 Both emitters consume it: `c_backend.emit` (C) and `python_backend.emit` (Python, the executable
 reference). The front end's checks and the control-plane facts (ProgramInfo, TableSpec,
 ExternSpec) come from `python_backend`'s type-check walk, which `lower.Lower` reruns with its
-expression methods overridden (and takes its object numbering from); that walk still threads
-expression text (`V.code`) left from the former Python generator, never assembled or run.
+expression methods overridden (and takes its object numbering from).
 """
 
 from __future__ import annotations

@@ -4,10 +4,9 @@
                 --p4compiler.lower--> p4compiler.ir --emit.py--> Python source of __build(RT)
 
 The type check is also this package's: codegen/blocks/calls/stmts walk the syntax tree, check
-it (errors are one located line) and collect the control-plane view. The only Python that runs
-is `emit.py`'s, written from the IR the C back end also consumes, so a fix in the front end or
-the lowering reaches both back ends. (The walk still threads expression text through its values,
-`V.code`, a leftover of the former generator that is never assembled or run.)
+it (errors are one located line) and collect the control-plane view; they write no code. The
+only Python there is is `emit.py`'s, written from the IR the C back end also consumes, so a fix
+in the front end or the lowering reaches both back ends.
 
     program = compile_file("prog.p4")
     program.info          # ProgramInfo: tables, actions, registers, ... (control-plane view)

@@ -1,6 +1,6 @@
 """The type check of blocks: parsers and their states, controls, actions, functions, tables;
 collects the control-plane view (ProgramInfo, TableSpec, ExternSpec). The Python that runs is
-written from the IR (emit.py); the text these functions still build is never assembled."""
+written from the IR (emit.py)."""
 
 from __future__ import annotations
 

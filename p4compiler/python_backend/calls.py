@@ -1,5 +1,5 @@
 """The type check of calls: methods of headers, stacks, packets, tables and externs, actions,
-functions, and the v1model/core extern functions (the text they build is never run; see codegen)."""
+functions, and the v1model/core extern functions (the Python that runs is written from the IR)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
 """The front end's type check: name and type resolution, constant folding, the checks of
 expressions (errors are one located line), and the walk that collects the control-plane view.
 
-`p4compiler.lower` subclasses `Compiler` to produce the IR with the same rules; the Python the
-switch runs is written from that IR (emit.py). `V.code` is expression text left from the former
-Python generator: it is threaded through the checks but never assembled or run.
+`p4compiler.lower` subclasses `Compiler` to produce the IR with the same rules (`V.code` holds
+the ir.Expr there; the checks leave it empty); the Python the switch runs is written from that
+IR (emit.py).
 """
 
 from __future__ import annotations
