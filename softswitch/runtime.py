@@ -142,18 +142,26 @@ def _bits_reader(data: bytes, off_bytes: int):
     return read, state
 
 
-def _extract_varbit(P: Packet, h: Any, spec: list, varbits: int | None) -> None:
-    """Extract a header that has a varbit field (slow path; only such headers use it)."""
+def _extract_varbit(P: Packet, h: Any, spec: list, varbits: int | None, max_bits: int) -> None:
+    """Extract a header that has a varbit field (slow path; only such headers use it).
+
+    Errors in bmv2's extract_VL order (also the P4-16 extract pseudo-code's, and the C back
+    end's): not whole bytes, then a packet too short, then more bits than the varbit holds."""
+    n = varbits or 0
+    total = n + sum(w for _, w, _, _ in spec if w is not None)
+    if total % 8:
+        raise ParserError("ParserInvalidArgument")
+    if P.off + total // 8 > P.n:
+        raise ParserError("PacketTooShort")
+    if n > max_bits:
+        raise ParserError("HeaderTooShort")
     read, state = _bits_reader(P.data, P.off)
     for attr, w, signed, is_bool in spec:
         if w is None:  # the varbit field
-            n = varbits or 0
             setattr(h, attr, (read(n) if n else 0, n))
         else:
             v = read(w)
             setattr(h, attr, bool(v) if is_bool else (_sext(v, w) if signed else v))
-    if state["bit"] % 8:
-        raise ParserError("ParserInvalidArgument")
     h._v = True
     P.off = state["bit"] // 8
 

@@ -157,8 +157,10 @@ class PyEmitter:
     def extract_src(self, t: ir.Header) -> list[str]:
         name = f"_ex_{t.name}"
         if t.has_varbit:
+            vb = next(ft for _, ft in t.fields if isinstance(ft, ir.Varbit))
+            assert isinstance(vb, ir.Varbit)
             return [f"def {name}(P, h, varbits=None):",
-                    f"    _extract_varbit(P, h, {self._varbit_spec(t)!r}, varbits)", ""]
+                    f"    _extract_varbit(P, h, {self._varbit_spec(t)!r}, varbits, {vb.max_width})", ""]
         width = t.fixed_width()
         nbytes = width // 8
         out = [f"def {name}(P, h, varbits=None):", "    o = P.off", f"    e = o + {nbytes}",
