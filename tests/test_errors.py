@@ -166,6 +166,21 @@ def test_p4_errors_exit_2_with_file_line_col(tmp_path, name):
     assert not out.exists()
 
 
+def test_exit_in_a_parser_is_refused_with_its_location(tmp_path):
+    """P4-16's parser statements do not include exit (p4c refuses it too); it used to compile
+    and then end the Python backend's packet with an internal ExitSignal."""
+    text = PROGRAM.format(decls="", body="    apply { }").replace(
+        "state start { pkt.extract(hdr.h); transition accept; }",
+        "state start { pkt.extract(hdr.h); exit; }")
+    prog = tmp_path / "parser_exit.p4"
+    prog.write_text(text)
+    proc = cli("p4compiler.p4info", str(prog), "--out", str(tmp_path / "out.txt"))
+    assert proc.returncode == 2, proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith(f"{prog}:8:"), line
+    assert "exit is not allowed in a parser" in line, line
+
+
 def test_p4_template_compiles():
     """The template itself is a good program (so the errors above come from the changes)."""
     ok = PROGRAM.format(decls="", body="    apply { a(2); }")
