@@ -202,7 +202,7 @@ control Aggregation(inout headers_t hdr, inout metadata_t meta,
                 // 2. members seen and contribution count (DATA only; RESULT marks FINAL).
                 bit<16> old_count;
                 bit<16> new_count;
-                worker_bitmap_t seen;
+                worker_bitmap_t seen = 0;  // defined on every path (p4c warned: RESULT packets skip the read)
                 if (is_data) {
                     agg_bitmap.read(seen, meta.agg.cell);
                     if (meta.agg.new_round == 1) {
