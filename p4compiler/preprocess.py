@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from p4compiler.errors import P4Error
+from p4compiler.errors import P4Error, not_utf8
 
 __all__ = ["preprocess", "preprocess_text", "BUNDLED_INCLUDE_DIR", "PREDEFINED"]
 
@@ -173,6 +173,8 @@ class _Preprocessor:
                     text = f.read()
             except OSError as e:
                 raise P4Error(f"cannot read {path}: {e.strerror}", from_file, from_line) from None
+            except UnicodeDecodeError as e:
+                raise P4Error(not_utf8(path, e).split(": ", 1)[1], path) from None
         if any(s.real == real for s in self.stack):
             chain = " -> ".join(s.path for s in self.stack) + f" -> {path}"
             raise P4Error(f"#include cycle: {chain}", from_file, from_line)

@@ -72,6 +72,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from p4compiler.errors import not_utf8
 from p4compiler.model import ProgramInfo, TableInfo
 from softswitch.api import (
     CloneSession,
@@ -957,6 +958,8 @@ def run_stf_on_switch(switch: SwitchAPI, stf_path: str) -> StfResult:
             text = f.read()
     except OSError as e:
         raise StfError(f"cannot read STF file: {e}") from None
+    except UnicodeDecodeError as e:
+        raise StfError(not_utf8(stf_path, e)) from None
     return run_stf_commands(switch, parse_stf(text, stf_path))
 
 

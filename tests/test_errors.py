@@ -412,3 +412,28 @@ def test_switch_survives_malformed_frames():
     assert sw.process_packet(1, IPV4_FRAME) == [(2, IPV4_FORWARDED)]
     # from the CPU port, the packet_out header (egress_port 3) still steers a good frame
     assert sw.packet_out(IPV4_FRAME, {"egress_port": 3, "_pad": 0}) == [(3, IPV4_FRAME)]
+
+
+@pytest.mark.parametrize("tool", ["p4info", "softswitch", "stf_program", "stf_file", "topologies"])
+def test_input_that_is_not_utf8_is_one_line_with_file_and_offset(tmp_path, tool):
+    """A binary or Latin-1 .p4, .stf or topology file: exit 2, no traceback, the file and the
+    offset of its first bad byte."""
+    bad_p4 = tmp_path / "latin1.p4"
+    bad_p4.write_bytes(b"header h_t { bit<8> f; }\n// caf\xe9\n")
+    bad_stf = tmp_path / "latin1.stf"
+    bad_stf.write_bytes(b"packet 0 00\n# caf\xe9\n")
+    bad_yaml = tmp_path / "latin1.yaml"
+    bad_yaml.write_bytes(b"name: caf\xe9\n")
+    good_p4 = str(REPO / "p4" / "examples" / "basic_router.p4")
+    args, bad, offset = {
+        "p4info": (["p4compiler.p4info", str(bad_p4), "--out", str(tmp_path / "o.txt")], bad_p4, 31),
+        "softswitch": (["softswitch", "--p4", str(bad_p4), "--no-grpc"], bad_p4, 31),
+        "stf_program": (["softswitch.stf", str(bad_p4), str(bad_stf)], bad_p4, 31),
+        "stf_file": (["softswitch.stf", good_p4, str(bad_stf)], bad_stf, 17),
+        "topologies": (["topologies", "check", str(bad_yaml)], bad_yaml, 9),
+    }[tool]
+    proc = cli(*args)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    out = proc.stdout + proc.stderr
+    assert "Traceback" not in out and "UnicodeDecodeError" not in out, out
+    assert f"{bad}: " in out and f"not UTF-8 text (byte 0xe9 at offset {offset})" in out, out

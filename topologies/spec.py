@@ -20,6 +20,8 @@ from typing import Any
 
 import yaml
 
+from p4compiler.errors import not_utf8
+
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_P4 = REPO / "p4" / "innet.p4"
 
@@ -272,9 +274,11 @@ def load(path: str | Path) -> Topology:
     """Read and validate a topology file; raises SpecError (all problems, each naming its field)."""
     path = Path(path)
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except OSError as e:
         raise SpecError([f"{path}: cannot read: {e.strerror or e}"]) from None
+    except UnicodeDecodeError as e:
+        raise SpecError([not_utf8(path, e)]) from None
     return loads(text, path)
 
 
