@@ -110,3 +110,26 @@ def test_line_markers_map_locations_back_to_the_source() -> None:
     with pytest.raises(P4Error) as ei:
         parse_text(src, "pre.p4")
     assert str(ei.value).startswith("inc.p4:7:"), str(ei.value)
+
+
+def _apply_stmts(body: str) -> list[A.Stmt]:
+    prog = parse_text("control C(inout bit<8> x, inout bit<8> y) { apply { " + body + " } }")
+    ctl = next(d for d in prog.decls if isinstance(d, A.ControlDecl))
+    return ctl.apply.stmts
+
+
+def test_compound_assignment_is_an_assignment_of_the_operation() -> None:
+    """`a op= b` parses as `a = a op b` (P4-16 v1.2.4); `>>=` is a shift, not `>` then `>=`, and
+    `x >= y` stays a comparison."""
+    ops = ["+", "-", "*", "/", "%", "&", "|", "^", "<<", ">>", "|+|", "|-|"]
+    stmts = _apply_stmts(" ".join(f"x {op}= y;" for op in ops) + " if (x >= y) { x = 1; }")
+    for op, s in zip(ops, stmts, strict=False):
+        assert isinstance(s, A.Assign) and isinstance(s.rhs, A.Binary), s
+        assert s.rhs.op == op and s.rhs.left is s.lhs and s.lhs.name == "x", s  # type: ignore[attr-defined]
+    cond = stmts[len(ops)].cond  # type: ignore[attr-defined]
+    assert isinstance(cond, A.Binary) and cond.op == ">="
+
+
+def test_compound_assignment_to_an_lvalue_with_a_call_is_refused() -> None:
+    with pytest.raises(P4Error, match=r"compound assignment \(\+=\) to an l-value that calls"):
+        parse_text("control C(inout bit<8> x) { apply { s[f()].a += 1; } }")

@@ -343,6 +343,13 @@ def _mark_angles(stream: TokenStream) -> None:
                 out.append(merged)
                 i += 2
                 continue
+            elif i + 1 < n and toks[i + 1].type == "GE" and _adjacent(locs, t, toks[i + 1]):
+                # `>>=` came out as `>` `>=`: a compound shift assignment (P4-16 v1.2.4)
+                out.append(Token("SHR", ">>", t.start_pos, t.line, t.column))
+                nxt = toks[i + 1]
+                out.append(Token("_ASSIGN", "=", nxt.start_pos, nxt.line, nxt.column))
+                i += 2
+                continue
         out.append(t)
         i += 1
     stream.tokens = out

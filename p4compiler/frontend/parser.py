@@ -27,6 +27,17 @@ class _PassThroughLexer(Lexer):
         yield from data
 
 
+def _has_call(node: Any) -> bool:
+    """Whether an expression contains a call anywhere (its evaluation has side effects)."""
+    if isinstance(node, A.Call):
+        return True
+    if isinstance(node, A.Node):
+        return any(_has_call(getattr(node, f)) for f in node.__dataclass_fields__ if f != "loc")
+    if isinstance(node, (list, tuple)):
+        return any(_has_call(x) for x in node)
+    return False
+
+
 @functools.lru_cache(maxsize=1)
 def _lark() -> Lark:
     return Lark(GRAMMAR_PATH.read_text(), parser="lalr", lexer=_PassThroughLexer, maybe_placeholders=False)
@@ -542,6 +553,16 @@ class _ToAst(Transformer):
 
     def assignment(self, c):
         return self._at(A.Assign(c[0], c[1]), c[0])
+
+    def compound_assignment(self, c):
+        """`a op= b` is `a = a op b` with `a` evaluated once (P4-16 v1.2.4): the same AST node
+        stands on both sides, so an l-value with a call in it (evaluated twice) is refused."""
+        lhs, op, rhs = c[0], str(c[1].children[0]), c[2]
+        if _has_call(lhs):
+            loc = self._loc(lhs) or A.Loc("<input>", 1, 1)
+            raise P4Error(f"a compound assignment ({op}=) to an l-value that calls something is not "
+                          "supported; assign the call's result to a local first", loc.file, loc.line, loc.col)
+        return self._at(A.Assign(lhs, self._at(A.Binary(op, lhs, rhs), lhs)), lhs)
 
     def call_statement(self, c):
         return self._at(A.CallStmt(c[0]), c[0])
