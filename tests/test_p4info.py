@@ -395,6 +395,17 @@ def test_real_compiler_p4info():
     assert {d.preamble.name for d in msg.digests} == {"learn_t"}
 
 
+def test_actions_called_from_apply_blocks_are_listed_as_p4c_does():
+    """p4c's P4Info also lists actions that no table names but an apply block calls directly
+    (five in p4/innet.p4); actions called only from other actions, and unused ones, are not."""
+    msg = p4i.build_p4info(compile_file(str(Path(__file__).parent.parent / "p4" / "innet.p4")).info)
+    names = {a.preamble.name for a in msg.actions}
+    assert {"InnetIngress.aggregation.reject", "InnetIngress.aggregation.multicast_result",
+            "InnetIngress.aggregation.reply", "InnetIngress.aggregation.to_parent",
+            "InnetIngress.replay.reflect"} <= names
+    assert len(names) == 16, sorted(names)
+
+
 DIGEST_LIST_P4 = """
 #include <core.p4>
 #include <v1model.p4>

@@ -186,28 +186,30 @@ class _Build(Compiler):
                     annotations=anns))
 
     def _actions_info(self) -> None:
+        """P4Info's actions, as p4c lists them: those of tables, tables' default actions (NoAction
+        when implicit) and actions called directly from apply blocks."""
         seen: set[str] = set()
+
+        def add(name: str) -> None:
+            if name in seen or name not in self.info_actions:
+                return
+            seen.add(name)
+            decl, params = self.info_actions[name]
+            idann = A.find_annotation(decl.annotations, "id")
+            anns = [a.source() for a in decl.annotations if a.name not in ("name", "id")]
+            self.info.actions.append(M.ActionInfo(
+                name,
+                [M.ActionParam(n, w, i, [a.source() for a in pa if a.name not in ("name", "id")])
+                 for i, (n, w, pa) in enumerate(params, start=1)],
+                int(idann.body, 0) if idann else None, anns))
+
         for t in self.info.tables:
             for r in t.action_refs:
-                if r.name in seen:
-                    continue
-                seen.add(r.name)
-                decl, params = self.info_actions[r.name]
-                idann = A.find_annotation(decl.annotations, "id")
-                anns = [a.source() for a in decl.annotations if a.name not in ("name", "id")]
-                self.info.actions.append(M.ActionInfo(
-                    r.name,
-                    [M.ActionParam(n, w, i, [a.source() for a in pa if a.name not in ("name", "id")])
-                     for i, (n, w, pa) in enumerate(params, start=1)],
-                    int(idann.body, 0) if idann else None, anns))
-        # default actions of tables are referenced too (NoAction when implicit)
+                add(r.name)
         for t in self.info.tables:
-            if t.default_action not in seen and t.default_action in self.info_actions:
-                seen.add(t.default_action)
-                decl, params = self.info_actions[t.default_action]
-                self.info.actions.append(M.ActionInfo(
-                    t.default_action,
-                    [M.ActionParam(n, w, i) for i, (n, w, _) in enumerate(params, start=1)]))
+            add(t.default_action)
+        for name in self.direct_actions:
+            add(name)
 
 
 def _field_lists(meta: T.StructLikeT) -> dict[int, list[tuple[str, ...]]]:

@@ -151,6 +151,11 @@ def call_action(cp: Compiler, b: ActionBind, e: A.Call, scope: Scope, em: Emitte
     from p4compiler.python_backend.blocks import ensure_action
 
     ensure_action(cp, b)
+    s: Scope | None = scope
+    while s is not None and s.kind not in ("action", "function"):
+        s = s.parent
+    if s is None:  # called from a control's apply block: P4Info lists it, as p4c does
+        cp.direct_actions.setdefault(b.p4name, None)
     args = ordered_args(e, b.decl.params, f"action {b.decl.name}")
     outs = bind_args(cp, b.decl.params, args, b.scope, scope, em, b.decl.name, e)
     return finish_call(cp, outs, T.VOID, scope, em)

@@ -121,6 +121,7 @@ class Compiler:
         self.externs: list[ExternSpec] = []
         self.value_sets: list[tuple[str, str, T.Type, int]] = []
         self.info_actions: dict[str, Any] = {}  # p4name -> (decl, params)
+        self.direct_actions: dict[str, None] = {}  # actions called from apply blocks, in order
         self.info_tables: list[Any] = []
         self.digests: dict[str, T.StructLikeT] = {}
         self.emitted_actions: dict[int, str] = {}
