@@ -32,14 +32,21 @@ from host_agents.agg_protocol import (
     OP_DATA,
     OP_RESULT,
     OP_STALE,
+    PACKET_DTYPE,
     VALUES_BYTES,
     VALUES_DTYPE,
     VALUES_PER_PACKET,
     block_exponents,
     scale_for,
 )
+from host_agents.aggio import AggIOUnavailable, BatchSocket
 
 log = logging.getLogger(__name__)
+
+# Floor of the adaptive retransmission timeout: below it, the Python work between a batch's
+# receipt and the next one's send would make every round trip look lost.
+MIN_RTO = 0.002
+_warned_fallback = False
 
 # Ethernet + IPv4 + UDP bytes around each aggregation packet, for bytes-on-the-wire figures.
 FRAME_OVERHEAD = 14 + 20 + 8
@@ -115,6 +122,7 @@ class AggregationClient:
         fixed_exponent: int | None = None,
         timeout: float = 0.2,
         max_tries: int = 50,
+        batched: bool | None = None,
     ) -> None:
         if not 0 <= worker_id < MAX_WORKERS:
             raise ValueError(f"worker id {worker_id} is outside 0..{MAX_WORKERS - 1}")
@@ -149,6 +157,36 @@ class AggregationClient:
         self.last_info: ChunkInfo | None = None
         self.last_stats = AllreduceStats()
         self.totals = AllreduceStats()
+        # retransmission timeout of the batched path: starts at `timeout`, then follows the
+        # measured round trip (RFC 6298's smoothing), backs off per try, never above `timeout`
+        self.rto = timeout
+        self._srtt: float | None = None
+        self._rttvar = 0.0
+        self._bio = self._batch_socket() if batched is not False else None
+        if batched and self._bio is None:
+            raise RuntimeError("batched I/O was asked for, but host_agents/aggio.c cannot be built here")
+
+    def _batch_socket(self) -> BatchSocket | None:
+        """The batched packet I/O (one packet table row per slot), or None after one warning when
+        the C helper cannot be built: the client then makes one socket call per packet."""
+        global _warned_fallback
+        try:
+            tx = np.zeros((self.num_slots, PACKET_DTYPE.itemsize), np.uint8)
+            rx = np.zeros((min(1024, max(64, 2 * self.num_slots)), PACKET_DTYPE.itemsize), np.uint8)
+            bio = BatchSocket(self.sock, self.switch, tx, rx)
+        except AggIOUnavailable as e:
+            if not _warned_fallback:
+                log.warning("batched aggregation I/O unavailable (%s): one socket call per packet", e)
+                _warned_fallback = True
+            return None
+        rec = tx.view(PACKET_DTYPE).reshape(-1)
+        rec["op"], rec["job_id"], rec["worker_id"] = OP_DATA, self.job_id, self.worker_id
+        rec["slot"] = np.arange(self.num_slots)
+        return bio
+
+    @property
+    def batched(self) -> bool:
+        return self._bio is not None
 
     @property
     def address(self) -> tuple[str, int]:
@@ -200,7 +238,8 @@ class AggregationClient:
             local_exp = np.full(chunks, self.fixed_exponent + EXP_BIAS, np.int64)
         else:
             local_exp = block_exponents(blocks)
-        result, info, stats = self._run(blocks, local_exp)
+        run = self._run_batched if self._bio is not None else self._run
+        result, info, stats = run(blocks, local_exp)
         self.last_info, self.last_stats = info, stats
         self.totals.add(stats)
         out = torch.from_numpy(result.reshape(-1)[:n].copy()).reshape(tensor.shape)
@@ -297,6 +336,199 @@ class AggregationClient:
                     self._send_next(slot, blocks, local_exp, agreed, stats)
                 else:
                     pending -= 1
+        stats.seconds = time.perf_counter() - start
+        return result, info, stats
+
+    # ---- batched path: a window of packets per system call, packed and parsed as arrays ----
+
+    def _scales(self, biased_exp: np.ndarray) -> np.ndarray:
+        """:func:`scale_for` of each exponent (this client's worker count)."""
+        headroom = max(0, math.ceil(math.log2(max(1, self.num_workers))))
+        e = np.asarray(biased_exp, np.int64)
+        return np.where(e == 0, 1.0, np.ldexp(1.0, 30 - (e - EXP_BIAS) - headroom))
+
+    def _rto_for(self, tries: np.ndarray) -> np.ndarray:
+        """Per outstanding packet: the wait before its next try (doubled per try, capped)."""
+        return np.minimum(self.rto * np.exp2(np.minimum(tries - 1, 16)), self.timeout)
+
+    def _rtt_sample(self, rtt: float) -> None:
+        if self._srtt is None:
+            self._srtt, self._rttvar = rtt, rtt / 2
+        else:
+            self._rttvar = 0.75 * self._rttvar + 0.25 * abs(self._srtt - rtt)
+            self._srtt = 0.875 * self._srtt + 0.125 * rtt
+        self.rto = min(self.timeout, max(MIN_RTO, self._srtt + 4 * self._rttvar))
+
+    def _run_batched(
+        self, blocks: np.ndarray, local_exp: np.ndarray
+    ) -> tuple[np.ndarray, ChunkInfo, AllreduceStats]:
+        """What :meth:`_run` does, with the same per-slot state kept in arrays: each received
+        batch is matched against every slot at once, and the slots it advances send their next
+        rounds in one batch."""
+        bio = self._bio
+        assert bio is not None
+        chunks = blocks.shape[0]
+        W = self.num_slots
+        rounds_per_slot = -(-chunks // W)
+        n_active = min(W, chunks)
+        dynamic = self.fixed_exponent is None
+        result = np.zeros_like(blocks)
+        info = ChunkInfo(*(np.zeros(chunks, np.int64) for _ in range(4)))
+        stats = AllreduceStats()
+        agreed = np.zeros(chunks, np.int64)  # job-wide biased exponent per chunk
+        if not dynamic:
+            agreed[:] = self.fixed_exponent + EXP_BIAS
+        ids = np.arange(n_active)
+        # slot s runs rounds j = 0, 1, ... < end[s] of the call with chunk s + W*j (-1 for an
+        # asynchronous job's padding); j = -1 is the bootstrap round of an agreed exponent
+        own = (chunks - ids + W - 1) // W
+        end = np.full(n_active, rounds_per_slot) if self.asynchronous else own
+        seq = np.full(n_active, -1 if dynamic else 0, np.int64)
+        rnd = np.array([s.round for s in self.slots[:n_active]], np.int64)
+        outstanding = np.zeros(n_active, bool)
+        tries = np.zeros(n_active, np.int64)
+        sent_at = np.zeros(n_active)
+        first_sent = np.zeros(n_active)
+        tx = bio.tx.view(PACKET_DTYPE).reshape(-1)
+        rx = bio.rx.view(PACKET_DTYPE).reshape(-1)
+        tx["version_lo"] = tx["version_hi"] = self.version & 0xFFFFFFFF
+        full_len, header_len = HEADER_BYTES + VALUES_BYTES, HEADER_BYTES
+
+        def chunk_at(s: np.ndarray, j: np.ndarray) -> np.ndarray:
+            c = s + W * j
+            return np.where((j >= 0) & (c < chunks), c, -1)
+
+        def next_chunk(s: np.ndarray) -> np.ndarray:
+            j = seq[s] + 1
+            return np.where(j < end[s], chunk_at(s, j), -1)
+
+        def launch(s: np.ndarray) -> None:
+            """Send each slot's round seq[s] as its next round."""
+            rnd[s] += 1
+            c = chunk_at(s, seq[s])
+            nxt = next_chunk(s)
+            data = c >= 0
+            tx["flags"][s] = 0
+            tx["round"][s] = rnd[s] & 0xFFFF
+            tx["next_exp"][s] = np.where(nxt >= 0, local_exp[np.maximum(nxt, 0)], 0)
+            tx["count"][s] = data
+            tx["chunk"][s] = np.maximum(c, 0)
+            if data.any():
+                cd = c[data]
+                q = np.rint(blocks[cd].astype(np.float64) * self._scales(agreed[cd])[:, None])
+                tx["values"][s[data]] = np.clip(q, -(2**31), 2**31 - 1).astype(np.int32)
+            bio.tx_len[s] = np.where(data, full_len, header_len)
+            bio.send_rows(s)
+            now = time.monotonic()
+            sent_at[s] = first_sent[s] = now
+            tries[s] = 1
+            outstanding[s] = True
+            stats.packets_sent += s.size
+            stats.bytes_sent += int(bio.tx_len[s].sum()) + FRAME_OVERHEAD * s.size
+
+        def absorb(k: int) -> None:
+            """Match k received packets against the slots, in arrival order as _run does."""
+            lens = bio.rx_len[:k].astype(np.int64)
+            h = rx[:k]
+            stats.packets_received += k
+            stats.bytes_received += int(lens.sum()) + FRAME_OVERHEAD * k
+            slot = h["slot"].astype(np.int64)
+            op = h["op"]
+            wire = h["round"].astype(np.int64)
+            cand = np.flatnonzero((lens >= HEADER_BYTES) & (h["job_id"] == self.job_id) & (slot < n_active))
+            while cand.size:
+                s = slot[cand]
+                cur = rnd[s]
+                w = wire[cand]
+                match = w == cur & 0xFFFF
+                live = outstanding[s]
+                is_res = live & (op[cand] == OP_RESULT) & match
+                is_res &= (chunk_at(s, seq[s]) < 0) | (lens[cand] >= full_len)
+                delta = (w - cur) & 0xFFFF
+                held = cur + np.where(delta >= 0x8000, delta - 0x10000, delta)
+                is_stale = live & (op[cand] == OP_STALE) & ~match
+                if self.asynchronous:
+                    is_stale &= held >= cur  # a late reply to a round this slot has already left
+                ev = np.flatnonzero(is_res | is_stale)
+                if not ev.size:
+                    return
+                # each slot's first event only: the slot then waits for a round it has just sent
+                _, first = np.unique(s[ev], return_index=True)
+                take = ev[first]
+                stale = is_stale[take]
+                if stale.any():
+                    if not self.asynchronous:
+                        i = int(take[stale].min())
+                        behind = _Slot(int(s[i]), round=int(cur[i]))
+                        self._on_stale(behind, int(held[i]), rounds_per_slot, stats)  # raises
+                    ss, hh = s[take[stale]], held[take[stale]]
+                    stats.stale += ss.size
+                    log.info("slots %s: rounds %s are stale (switch holds %s): rejoining",
+                             ss.tolist(), rnd[ss].tolist(), hh.tolist())
+                    seq[ss] = (hh - 1) % rounds_per_slot
+                    rnd[ss] = hh - 1  # launch counts the next round: held
+                rt = take[~stale]
+                rs, pkt = s[rt], cand[rt]
+                c = chunk_at(rs, seq[rs])
+                data = c >= 0
+                if data.any():
+                    cd, pd = c[data], pkt[data]
+                    result[cd] = h["values"][pd].astype(np.float64) / self._scales(agreed[cd])[:, None]
+                    info.count[cd], info.bitmap[cd] = h["count"][pd], h["bitmap"][pd]
+                    info.version_lo[cd], info.version_hi[cd] = h["version_lo"][pd], h["version_hi"][pd]
+                if dynamic:
+                    nxt = next_chunk(rs)
+                    known = nxt >= 0
+                    agreed[nxt[known]] = h["next_exp"][pkt[known]]
+                clean = tries[rs] == 1  # a retransmitted packet's reply times no single send (Karn)
+                if clean.any():
+                    self._rtt_sample(time.monotonic() - float(sent_at[rs[clean]].min()))
+                seq[rs] += 1
+                outstanding[s[take]] = False
+                again = np.concatenate([rs[seq[rs] < end[rs]], s[take[stale]]])
+                if again.size:
+                    launch(again)
+                # a packet after a slot's event is matched again against its next round
+                taken_at = np.full(n_active, k, np.int64)
+                taken_at[s[take]] = cand[take]
+                cand = cand[cand > taken_at[s]]
+
+        def retransmit(now: float) -> None:
+            oi = np.flatnonzero(outstanding)
+            due = oi[now - sent_at[oi] >= self._rto_for(tries[oi])]
+            if not due.size:
+                return
+            gone = due[now - first_sent[due] >= self.timeout * self.max_tries]
+            if gone.size:
+                i = int(gone[0])
+                raise AggregationTimeout(
+                    f"job {self.job_id} worker {self.worker_id}: no result for slot {i} round {int(rnd[i])} "
+                    f"after {int(tries[i])} tries in {self.timeout * self.max_tries:g} s; is the switch at "
+                    f"{self.switch[0]} up, the job installed and every member running?"
+                )
+            tx["flags"][due] = FLAG_RETX
+            tries[due] += 1
+            bio.send_rows(due)
+            sent_at[due] = time.monotonic()
+            stats.retransmissions += due.size
+            stats.packets_sent += due.size
+            stats.bytes_sent += int(bio.tx_len[due].sum()) + FRAME_OVERHEAD * due.size
+
+        start = time.perf_counter()
+        try:
+            launch(ids)
+            while outstanding.any():
+                oi = np.flatnonzero(outstanding)
+                deadline = float((sent_at[oi] + self._rto_for(tries[oi])).min())
+                k = bio.recv(deadline - time.monotonic())
+                if k:
+                    absorb(k)
+                now = time.monotonic()
+                if now >= deadline:  # also after a batch: ignored packets must not hold retries back
+                    retransmit(now)
+        finally:
+            for i in range(n_active):  # round counters go on across calls, whichever path runs
+                self.slots[i].round = int(rnd[i])
         stats.seconds = time.perf_counter() - start
         return result, info, stats
 

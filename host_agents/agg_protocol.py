@@ -42,6 +42,19 @@ HEADER_STRUCT = struct.Struct("!BBBBHHBBHIIII")
 assert HEADER_STRUCT.size == HEADER_BYTES
 VALUES_DTYPE = np.dtype(">i4")
 
+# The same packet as a NumPy record, so that a whole window of packets is packed and parsed with
+# array operations (the batched client); tests/test_agg_protocol.py checks it against HEADER_STRUCT.
+PACKET_DTYPE = np.dtype(
+    {
+        "names": ["op", "flags", "job_id", "worker_id", "slot", "round", "next_exp", "reserved", "count",
+                  "bitmap", "chunk", "version_lo", "version_hi", "values"],
+        "formats": ["u1", "u1", "u1", "u1", ">u2", ">u2", "u1", "u1", ">u2", ">u4", ">u4", ">u4", ">u4",
+                    (VALUES_DTYPE, (VALUES_PER_PACKET,))],
+        "offsets": [0, 1, 2, 3, 4, 6, 8, 9, 10, 12, 16, 20, 24, HEADER_BYTES],
+        "itemsize": HEADER_BYTES + VALUES_BYTES,
+    }
+)
+
 
 @dataclass(slots=True)
 class AggHeaderFields:

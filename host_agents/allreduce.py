@@ -78,6 +78,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=0.2, help="retransmission timeout in seconds")
     p.add_argument("--max-tries", type=int, default=50, help="tries per packet before giving up")
     p.add_argument(
+        "--per-packet",
+        action="store_true",
+        help="one socket call per packet (the fallback when the batched I/O helper cannot be built)",
+    )
+    p.add_argument(
         "--out",
         type=Path,
         default=None,
@@ -109,6 +114,7 @@ def main(argv: list[str] | None = None) -> int:
             fixed_exponent=args.fixed_exponent,
             timeout=args.timeout,
             max_tries=args.max_tries,
+            batched=False if args.per_packet else None,
         ) as client:
             for size in sizes:
                 for rep in range(args.repeat):
