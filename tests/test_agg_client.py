@@ -3,11 +3,17 @@ loopback; its allreduce over a real switch is tested in test_aggregation_netns.p
 
 from __future__ import annotations
 
+import logging
+import socket
+import threading
+
+import numpy as np
 import pytest
 import torch
 
 from host_agents.agg_client import AggregationClient, AllreduceStats, _Slot
-from host_agents.agg_protocol import VALUES_PER_PACKET
+from host_agents.agg_protocol import FLAG_RETX, HEADER_BYTES, OP_RESULT, VALUES_PER_PACKET, AggHeaderFields
+from host_agents.aggio import AggIOUnavailable
 
 SWITCH = ("127.0.0.1", 9)  # never contacted: every call below is refused first
 
@@ -72,3 +78,90 @@ def test_synchronous_stale_is_an_error() -> None:
     with client() as c:
         with pytest.raises(RuntimeError, match="round counters disagree"):
             c._on_stale(_Slot(0, round=1), 3, 1, AllreduceStats())
+
+
+class _ScriptedSwitch(threading.Thread):
+    """A one-member synchronous job's switch on loopback: answers each DATA with its RESULT (the
+    values it carried, next_exp echoed), drops the first copy of every 7th packet, sends every
+    5th result twice and answers every 11th packet with a stray RESULT for another round first."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.settimeout(0.1)
+        self.stop = threading.Event()
+        self.seen: dict[tuple[int, int], int] = {}  # (slot, round) -> copies received
+        self.added = 0  # contributions summed: the first copy of each (slot, round) that arrives
+        self._summed: set[tuple[int, int]] = set()
+
+    def run(self) -> None:
+        n = 0
+        while not self.stop.is_set():
+            try:
+                data, addr = self.sock.recvfrom(2048)
+            except TimeoutError:
+                continue
+            h = AggHeaderFields.unpack(data)
+            key = (h.slot, h.round)
+            copies = self.seen[key] = self.seen.get(key, 0) + 1
+            n += 1
+            if copies == 1 and n % 7 == 0:
+                continue  # lost on the way in
+            if key not in self._summed:
+                self._summed.add(key)
+                self.added += h.count
+            elif h.flags != FLAG_RETX:
+                raise AssertionError(f"a second copy of slot {h.slot} round {h.round} without RETX")
+            h.op, h.count, h.bitmap, h.flags = OP_RESULT, h.count, 1 if h.count else 0, 0
+            reply = h.pack() + bytes(data[HEADER_BYTES:])
+            if n % 11 == 0:
+                stray = AggHeaderFields(**{**{f: getattr(h, f) for f in h.__slots__}, "round": h.round + 7})
+                self.sock.sendto(stray.pack() + bytes(data[HEADER_BYTES:]), addr)
+            for _ in range(2 if n % 5 == 0 else 1):
+                self.sock.sendto(reply, addr)
+
+
+@pytest.mark.parametrize("batched", [True, False])
+def test_loss_duplicates_and_strays_leave_the_exact_result(batched: bool) -> None:
+    """Over a scripted switch that loses, duplicates and misdirects replies, both paths return
+    the input (one worker: the sum is the tensor itself, within the fixed-point bound) and agree
+    to the bit; the batched one retransmits what was lost, once per loss at least."""
+    sw = _ScriptedSwitch()
+    sw.start()
+    try:
+        x = torch.from_numpy(np.random.default_rng(3).standard_normal(5003).astype(np.float32) * 50)
+        with AggregationClient(
+            sw.sock.getsockname(), 1, 0, 1, 16, bind=("127.0.0.1", 0), timeout=0.05, batched=batched
+        ) as c:
+            assert c.batched is batched
+            outs = [c.allreduce(x) for _ in range(3)]
+            chunks = -(-x.numel() // VALUES_PER_PACKET)
+            assert c.last_info is not None and (c.last_info.count == 1).all()
+            assert c.totals.retransmissions > 0
+            assert c.slots[0].round == 3 * (1 + -(-chunks // 16))  # bootstrap + chunk rounds per call
+    finally:
+        sw.stop.set()
+        sw.join()
+    for y in outs:
+        assert torch.equal(y, outs[0])
+        assert torch.allclose(y, x, atol=1e-5, rtol=0)
+    assert sw.added == 3 * chunks  # each chunk's contribution counted once
+
+
+def test_fallback_to_per_packet_io_warns_once(monkeypatch: pytest.MonkeyPatch, caplog) -> None:
+    import host_agents.agg_client as ac
+
+    def unavailable(*_: object) -> None:
+        raise AggIOUnavailable("no C compiler found")
+
+    monkeypatch.setattr(ac, "BatchSocket", unavailable)
+    monkeypatch.setattr(ac, "_warned_fallback", False)
+    with caplog.at_level(logging.WARNING, logger="host_agents.agg_client"):
+        with client() as a, client() as b:
+            assert not a.batched and not b.batched
+    assert [r.getMessage() for r in caplog.records] == [
+        "batched aggregation I/O unavailable (no C compiler found): one socket call per packet"
+    ]
+    with pytest.raises(RuntimeError, match="batched I/O was asked for"):
+        client(batched=True)

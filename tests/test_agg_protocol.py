@@ -96,3 +96,16 @@ def test_scale_keeps_the_sum_of_n_workers_inside_int32() -> None:
     with pytest.raises(ValueError, match="2\\*\\*127 or more"):
         ap.block_exponent(np.array([2.0**127]))
     assert ap.block_exponent(np.array([2.0**126])) == 127 + ap.EXP_BIAS
+
+
+def test_packet_dtype_lays_out_the_header_as_the_struct_does() -> None:
+    rec = np.zeros(2, ap.PACKET_DTYPE)
+    fields = (2, 1, 7, 31, 513, 65535, 140, 0, 300, 0x80000001, 123456, 5, 0xFFFFFFFF)
+    names = [n for n in ap.PACKET_DTYPE.names if n != "values"]
+    for name, value in zip(names, fields, strict=True):
+        rec[1][name] = value
+    rec[1]["values"] = np.arange(-16, 16)
+    raw = rec.tobytes()[ap.PACKET_DTYPE.itemsize :]
+    assert ap.PACKET_DTYPE.itemsize == ap.HEADER_BYTES + ap.VALUES_BYTES
+    assert raw[: ap.HEADER_BYTES] == ap.HEADER_STRUCT.pack(*fields)
+    assert raw[ap.HEADER_BYTES :] == np.arange(-16, 16).astype(ap.VALUES_DTYPE).tobytes()

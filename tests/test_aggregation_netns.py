@@ -55,6 +55,7 @@ def run_workers(
     switch_index: int | None = None,
     extra: list[str] | None = None,
     num_workers: int | None = None,
+    per_packet_ranks: tuple[int, ...] = (),
 ) -> list[subprocess.Popen]:
     """Start one allreduce worker per host (not waited for)."""
     procs = []
@@ -88,7 +89,8 @@ def run_workers(
             "--out",
             str(tmp / f"job{job}_r{rank}"),
         ]
-        procs.append(w.host.ns.popen(argv + (extra or [])))
+        own = ["--per-packet"] if rank in per_packet_ranks else []
+        procs.append(w.host.ns.popen(argv + (extra or []) + own))
     return procs
 
 
@@ -170,6 +172,23 @@ def test_lossy_links_still_give_the_exact_result(tmp_path: Path) -> None:
         "no loss happened: the test tests nothing"
     )
     assert counters["retransmissions"] > 0
+
+
+def test_batched_and_per_packet_workers_share_a_lossy_job(tmp_path: Path) -> None:
+    """Two workers on the batched path (sendmmsg/recvmmsg, adaptive timeout) and two on the
+    per-packet path in one job, the switch dropping 5% of frames each way: the same exact sums,
+    losses recovered by retransmission, and every contribution added exactly once."""
+    sizes = [1000, 10003]
+    with star(4, loss_rate=0.05, loss_seed=11) as tb:
+        tb.install_job(1, slot_base=0, num_slots=32)
+        stats = wait_all(run_workers(tb, tmp_path, 1, 32, sizes, per_packet_ranks=(2, 3)))
+        counters = tb.root.controller.jobs.counters(1)
+    check_results(tmp_path, 1, [0, 1, 2, 3], sizes)
+    assert all(sum(rec["retransmissions"] for rec in stats[r]) > 0 for r in (0, 1)), (
+        "the batched workers lost nothing: the test tests nothing"
+    )
+    packets = sum(-(-s // VALUES_PER_PACKET) + min(32, -(-s // VALUES_PER_PACKET)) for s in sizes)
+    assert counters["aggregated"] == 4 * packets
 
 
 def test_two_jobs_at_once_stay_correct(tmp_path: Path) -> None:
