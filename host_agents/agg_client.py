@@ -43,9 +43,11 @@ from host_agents.aggio import AggIOUnavailable, BatchSocket
 
 log = logging.getLogger(__name__)
 
-# Floor of the adaptive retransmission timeout: below it, the Python work between a batch's
-# receipt and the next one's send would make every round trip look lost.
-MIN_RTO = 0.002
+# Floor of the adaptive retransmission timeout. A retransmission resends a whole window at once,
+# and on a loaded host a worker (this one, or a peer of a synchronous job) is often descheduled
+# for a few milliseconds: with a 2 ms floor the 2-core bench machine resent ~8 packets per call
+# for nothing, with 10 ms none.
+MIN_RTO = 0.010
 _warned_fallback = False
 
 # Ethernet + IPv4 + UDP bytes around each aggregation packet, for bytes-on-the-wire figures.
