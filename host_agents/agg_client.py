@@ -349,6 +349,11 @@ class AggregationClient:
         e = np.asarray(biased_exp, np.int64)
         return np.where(e == 0, 1.0, np.ldexp(1.0, 30 - (e - EXP_BIAS) - headroom))
 
+    def _quantize(self, blocks: np.ndarray, biased_exp: np.ndarray) -> np.ndarray:
+        """Chunks as the int32 values that go on the wire, each at its exponent's scale."""
+        q = np.rint(blocks.astype(np.float64) * self._scales(biased_exp)[:, None])
+        return np.clip(q, -(2**31), 2**31 - 1).astype(np.int32)
+
     def _rto_for(self, tries: np.ndarray) -> np.ndarray:
         """Per outstanding packet: the wait before its next try (doubled per try, capped)."""
         return np.minimum(self.rto * np.exp2(np.minimum(tries - 1, 16)), self.timeout)
@@ -381,10 +386,17 @@ class AggregationClient:
         if not dynamic:
             agreed[:] = self.fixed_exponent + EXP_BIAS
         ids = np.arange(n_active)
-        # slot s runs rounds j = 0, 1, ... < end[s] of the call with chunk s + W*j (-1 for an
-        # asynchronous job's padding); j = -1 is the bootstrap round of an agreed exponent
+        # Slot s runs the call's rounds j = 0, 1, ... < end[s]; round j carries chunk
+        # table[s, j + 1] (-1: an asynchronous job's padding, or the bootstrap round j = -1 of an
+        # agreed exponent, column 0); the last column is -1 so that "the next round's chunk" of
+        # the last round needs no test.
         own = (chunks - ids + W - 1) // W
         end = np.full(n_active, rounds_per_slot) if self.asynchronous else own
+        cols = np.arange(-1, rounds_per_slot + 1)
+        table = ids[:, None] + W * cols[None, :]
+        table = np.where((cols >= 0) & (cols < rounds_per_slot) & (table < chunks), table, -1)
+        # the exponent a round announces for the slot's next round (0: no chunk there)
+        announce = np.where(table >= 0, local_exp[np.maximum(table, 0)], 0)
         seq = np.full(n_active, -1 if dynamic else 0, np.int64)
         rnd = np.array([s.round for s in self.slots[:n_active]], np.int64)
         outstanding = np.zeros(n_active, bool)
@@ -394,35 +406,33 @@ class AggregationClient:
         tx = bio.tx.view(PACKET_DTYPE).reshape(-1)
         rx = bio.rx.view(PACKET_DTYPE).reshape(-1)
         tx["version_lo"] = tx["version_hi"] = self.version & 0xFFFFFFFF
+        tx_flags, tx_round, tx_next, tx_count = tx["flags"], tx["round"], tx["next_exp"], tx["count"]
+        tx_chunk, tx_values = tx["chunk"], tx["values"]
+        rx_op, rx_job, rx_slot, rx_round = rx["op"], rx["job_id"], rx["slot"], rx["round"]
         full_len, header_len = HEADER_BYTES + VALUES_BYTES, HEADER_BYTES
-
-        def chunk_at(s: np.ndarray, j: np.ndarray) -> np.ndarray:
-            c = s + W * j
-            return np.where((j >= 0) & (c < chunks), c, -1)
-
-        def next_chunk(s: np.ndarray) -> np.ndarray:
-            j = seq[s] + 1
-            return np.where(j < end[s], chunk_at(s, j), -1)
+        # a fixed exponent scales every chunk alike: quantize the whole tensor once
+        fixed_q = None if dynamic else self._quantize(blocks, agreed)
 
         def launch(s: np.ndarray) -> None:
             """Send each slot's round seq[s] as its next round."""
             rnd[s] += 1
-            c = chunk_at(s, seq[s])
-            nxt = next_chunk(s)
+            j = seq[s] + 1
+            c = table[s, j]
+            tx_flags[s] = 0
+            tx_round[s] = rnd[s] & 0xFFFF
+            tx_next[s] = announce[s, j + 1]
             data = c >= 0
-            tx["flags"][s] = 0
-            tx["round"][s] = rnd[s] & 0xFFFF
-            tx["next_exp"][s] = np.where(nxt >= 0, local_exp[np.maximum(nxt, 0)], 0)
-            tx["count"][s] = data
-            tx["chunk"][s] = np.maximum(c, 0)
-            if data.any():
-                cd = c[data]
-                q = np.rint(blocks[cd].astype(np.float64) * self._scales(agreed[cd])[:, None])
-                tx["values"][s[data]] = np.clip(q, -(2**31), 2**31 - 1).astype(np.int32)
+            tx_count[s] = data
+            tx_chunk[s] = np.maximum(c, 0)
+            if data.all():
+                sd, cd = s, c
+            else:
+                sd, cd = s[data], c[data]
+            if cd.size:
+                tx_values[sd] = fixed_q[cd] if fixed_q is not None else self._quantize(blocks[cd], agreed[cd])
             bio.tx_len[s] = np.where(data, full_len, header_len)
             bio.send_rows(s)
-            now = time.monotonic()
-            sent_at[s] = first_sent[s] = now
+            sent_at[s] = first_sent[s] = time.monotonic()
             tries[s] = 1
             outstanding[s] = True
             stats.packets_sent += s.size
@@ -430,35 +440,43 @@ class AggregationClient:
 
         def absorb(k: int) -> None:
             """Match k received packets against the slots, in arrival order as _run does."""
-            lens = bio.rx_len[:k].astype(np.int64)
-            h = rx[:k]
+            lens = bio.rx_len[:k]
             stats.packets_received += k
             stats.bytes_received += int(lens.sum()) + FRAME_OVERHEAD * k
-            slot = h["slot"].astype(np.int64)
-            op = h["op"]
-            wire = h["round"].astype(np.int64)
-            cand = np.flatnonzero((lens >= HEADER_BYTES) & (h["job_id"] == self.job_id) & (slot < n_active))
+            slot = rx_slot[:k].astype(np.int64)
+            op = rx_op[:k]
+            wire = rx_round[:k].astype(np.int64)
+            cand = np.flatnonzero((lens >= HEADER_BYTES) & (rx_job[:k] == self.job_id) & (slot < n_active))
             while cand.size:
                 s = slot[cand]
                 cur = rnd[s]
                 w = wire[cand]
+                o = op[cand]
                 match = w == cur & 0xFFFF
                 live = outstanding[s]
-                is_res = live & (op[cand] == OP_RESULT) & match
-                is_res &= (chunk_at(s, seq[s]) < 0) | (lens[cand] >= full_len)
-                delta = (w - cur) & 0xFFFF
-                held = cur + np.where(delta >= 0x8000, delta - 0x10000, delta)
-                is_stale = live & (op[cand] == OP_STALE) & ~match
-                if self.asynchronous:
-                    is_stale &= held >= cur  # a late reply to a round this slot has already left
-                ev = np.flatnonzero(is_res | is_stale)
+                is_res = live & match & (o == OP_RESULT)
+                is_res &= (table[s, seq[s] + 1] < 0) | (lens[cand] >= full_len)
+                is_stale = live & ~match & (o == OP_STALE)
+                if is_stale.any():
+                    delta = (w - cur) & 0xFFFF
+                    held = cur + np.where(delta >= 0x8000, delta - 0x10000, delta)
+                    if self.asynchronous:
+                        is_stale &= held >= cur  # a late reply to a round this slot has already left
+                    ev = np.flatnonzero(is_res | is_stale)
+                else:
+                    held = cur
+                    ev = np.flatnonzero(is_res)
                 if not ev.size:
                     return
                 # each slot's first event only: the slot then waits for a round it has just sent
-                _, first = np.unique(s[ev], return_index=True)
-                take = ev[first]
+                se = s[ev]
+                if se.size == 1 or (np.diff(se) > 0).all():
+                    take = ev  # already one per slot (the usual batch: one reply per slot, in order)
+                else:
+                    take = ev[np.unique(se, return_index=True)[1]]
                 stale = is_stale[take]
-                if stale.any():
+                rt = take[~stale] if stale.any() else take
+                if rt.size != take.size:
                     if not self.asynchronous:
                         i = int(take[stale].min())
                         behind = _Slot(int(s[i]), round=int(cur[i]))
@@ -469,25 +487,28 @@ class AggregationClient:
                              ss.tolist(), rnd[ss].tolist(), hh.tolist())
                     seq[ss] = (hh - 1) % rounds_per_slot
                     rnd[ss] = hh - 1  # launch counts the next round: held
-                rt = take[~stale]
                 rs, pkt = s[rt], cand[rt]
-                c = chunk_at(rs, seq[rs])
+                j = seq[rs] + 1
+                c = table[rs, j]
                 data = c >= 0
-                if data.any():
-                    cd, pd = c[data], pkt[data]
-                    result[cd] = h["values"][pd].astype(np.float64) / self._scales(agreed[cd])[:, None]
-                    info.count[cd], info.bitmap[cd] = h["count"][pd], h["bitmap"][pd]
-                    info.version_lo[cd], info.version_hi[cd] = h["version_lo"][pd], h["version_hi"][pd]
+                cd, pd = (c, pkt) if data.all() else (c[data], pkt[data])
+                if cd.size:
+                    h = rx[pd]
+                    result[cd] = h["values"].astype(np.float64) / self._scales(agreed[cd])[:, None]
+                    info.count[cd], info.bitmap[cd] = h["count"], h["bitmap"]
+                    info.version_lo[cd], info.version_hi[cd] = h["version_lo"], h["version_hi"]
                 if dynamic:
-                    nxt = next_chunk(rs)
+                    nxt = table[rs, j + 1]
                     known = nxt >= 0
-                    agreed[nxt[known]] = h["next_exp"][pkt[known]]
+                    agreed[nxt[known]] = rx["next_exp"][pkt[known]]
                 clean = tries[rs] == 1  # a retransmitted packet's reply times no single send (Karn)
                 if clean.any():
                     self._rtt_sample(time.monotonic() - float(sent_at[rs[clean]].min()))
-                seq[rs] += 1
+                seq[rs] = j
                 outstanding[s[take]] = False
-                again = np.concatenate([rs[seq[rs] < end[rs]], s[take[stale]]])
+                again = rs[j < end[rs]]
+                if rt.size != take.size:
+                    again = np.concatenate([again, s[take[stale]]])
                 if again.size:
                     launch(again)
                 # a packet after a slot's event is matched again against its next round
