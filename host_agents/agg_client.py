@@ -8,6 +8,12 @@ Floats become int32 with a block exponent per chunk that all workers share (docs
 exponent each worker announces for the slot's next round; asynchronous jobs use a fixed
 exponent (gradients are clipped to it) so that a late or missing worker never leaves the
 others with a scale they cannot know. Lost packets are retransmitted after a timeout.
+
+Two I/O paths with the same semantics: the batched one (default) keeps each slot's state in
+arrays, packs a window of packets with NumPy into a table and moves it with one
+sendmmsg/recvmmsg (host_agents/aggio.c), and retransmits on a timeout that follows the measured
+round trip; the per-packet one (one socket call per packet, fixed timeout) is the fallback when
+the C helper cannot be built, and ``batched=False`` asks for it.
 """
 
 from __future__ import annotations
@@ -109,7 +115,10 @@ class AggregationClient:
     through the switch; the switch intercepts UDP port 47000). ``bind`` is this host's address;
     its port must be the UDP port the job's member entry names. ``num_workers`` is the number of
     members (it sets the int32 headroom); ``num_slots`` the job's slot count; ``threshold`` < the
-    members makes the job asynchronous and requires ``fixed_exponent``.
+    members makes the job asynchronous and requires ``fixed_exponent``. ``timeout`` is the wait
+    before a retransmission (fixed; on the batched path the largest); a slot gives up
+    ``timeout * max_tries`` after its first try. ``batched``: None batches when it can, True
+    insists, False never does.
     """
 
     def __init__(

@@ -6,12 +6,13 @@ from __future__ import annotations
 import logging
 import socket
 import threading
+import time
 
 import numpy as np
 import pytest
 import torch
 
-from host_agents.agg_client import AggregationClient, AllreduceStats, _Slot
+from host_agents.agg_client import AggregationClient, AggregationTimeout, AllreduceStats, _Slot
 from host_agents.agg_protocol import FLAG_RETX, HEADER_BYTES, OP_RESULT, VALUES_PER_PACKET, AggHeaderFields
 from host_agents.aggio import AggIOUnavailable
 
@@ -165,3 +166,23 @@ def test_fallback_to_per_packet_io_warns_once(monkeypatch: pytest.MonkeyPatch, c
     ]
     with pytest.raises(RuntimeError, match="batched I/O was asked for"):
         client(batched=True)
+
+
+@pytest.mark.parametrize("batched", [True, False])
+def test_no_switch_gives_up_after_timeout_times_tries(batched: bool) -> None:
+    """Nobody answers: both paths give up naming the slot and round once timeout x max_tries
+    has passed since the first try (the batched path retries sooner, on its adaptive timeout)."""
+    silent = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    silent.bind(("127.0.0.1", 0))
+    try:
+        with AggregationClient(
+            silent.getsockname(), 1, 0, 2, 4, bind=("127.0.0.1", 0), timeout=0.02, max_tries=5,
+            batched=batched,
+        ) as c:
+            t0 = time.monotonic()
+            with pytest.raises(AggregationTimeout, match="no result for slot 0 round 1"):
+                c.allreduce(torch.ones(100))
+            assert 0.1 <= time.monotonic() - t0 < 2.0
+            assert c.last_stats.packets_sent == 0  # no result: the call's stats are not published
+    finally:
+        silent.close()
