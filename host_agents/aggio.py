@@ -1,8 +1,7 @@
 """Batched UDP I/O for the aggregation client: host_agents/aggio.c (sendmmsg/recvmmsg) built with
 the system C compiler into a cached shared object and opened with cffi in ABI mode, the way
-softswitch.native builds the switch's data plane (its compiler, cache and build helpers are
-reused here). cffi releases the GIL during each call, so a wait for packets blocks no other
-thread.
+softswitch.native builds the switch's data plane (its `build_helper` compiles and caches it).
+cffi releases the GIL during each call, so a wait for packets blocks no other thread.
 
 ``load()`` returns the opened library, or raises ``AggIOUnavailable`` (no compiler, no cffi, a
 build error); the client then falls back to one socket call per packet.
@@ -13,7 +12,6 @@ from __future__ import annotations
 import errno
 import os
 import socket
-import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,28 +45,10 @@ _LOADED: AggIO | AggIOUnavailable | None = None
 
 
 def _build() -> Path:
-    from softswitch.native import (  # one build recipe and cache for every C helper of the project
-        NativeBuildError,
-        _atomic_place,
-        _compiler_id,
-        _digest,
-        _run,
-        cache_dir,
-        compiler,
-    )
+    from softswitch.native import NativeBuildError, build_helper  # the project's one C build recipe
 
     try:
-        cc = compiler()
-        key = _digest(SOURCE.read_bytes(), _compiler_id(cc), " ".join(CFLAGS))
-        out = cache_dir() / f"aggio-{key}.so"
-        if out.exists():
-            return out
-        out.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=out.parent) as td:
-            tmp = Path(td) / "aggio.so"
-            _run(cc.split() + CFLAGS + [str(SOURCE), "-o", str(tmp)], "compiling host_agents/aggio.c")
-            _atomic_place(tmp, out)
-        return out
+        return build_helper(SOURCE, CFLAGS, "compiling host_agents/aggio.c")
     except (NativeBuildError, OSError) as e:
         raise AggIOUnavailable(str(e)) from None
 
