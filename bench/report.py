@@ -633,8 +633,9 @@ class Report:
             rows,
         )  # fmt: skip
         pps_limit = (
-            ("the hosts' per-packet cost (one Python socket call per 32-float packet) against TCP's "
-             "1448-byte segments, on CPUs shared with the switch" if self.native_switch() else
+            ("the hosts' cost per 32-float packet (the client's NumPy work per batch, the kernel's "
+             "per-packet send) against TCP's 1448-byte segments, on CPUs shared with the switch"
+             if self.native_switch() else
              "the software switch's packets/s (32 floats per packet) against TCP's 1448-byte segments")
             + "; (e) models a line-rate switch instead"
         )
@@ -668,7 +669,7 @@ class Report:
             )
             + "; its results sum k of N workers' gradients (last column: threshold, mean workers "
             "summed per received chunk). "
-            + ("The hosts' per-packet socket calls, not the method, bound the in-switch times on this "
+            + ("The hosts' cost per 32-float packet, not the method, bounds the in-switch times on this "
                "target (the native switch forwards ~1 M packets/s; see its section)." if self.native_switch()
                else "The software switch's packets/s, not the method, bounds the in-switch times on this "
                "target."),
