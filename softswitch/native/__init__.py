@@ -15,6 +15,7 @@ dlopen. The cache lives in $INNET_NATIVE_CACHE, else $XDG_CACHE_HOME/innet-drl/n
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -120,7 +121,10 @@ def _digest(*parts: bytes | str) -> str:
     return h.hexdigest()[:24]
 
 
+@functools.lru_cache(maxsize=8)
 def _compiler_id(cc: str) -> str:
+    """The compiler's first --version line (part of every cache key); asked once per process,
+    not once per key (a pipeline load computes three)."""
     try:
         r = subprocess.run(cc.split() + ["--version"], capture_output=True, text=True, timeout=30)
         return r.stdout.splitlines()[0] if r.stdout else cc
