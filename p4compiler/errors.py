@@ -26,8 +26,8 @@ class P4Error(Exception):
         return f"{where}: error: {self.message}"
 
 
-def not_utf8(path: object, e: UnicodeDecodeError) -> str:
-    """One line for an input file that is not UTF-8 text: the file and the first bad byte's
-    offset (compilers and the STF and topology readers all say it the same way)."""
+def not_utf8(e: UnicodeDecodeError) -> str:
+    """Why an input file is not UTF-8 text: its first bad byte and that byte's offset (the
+    compiler and the STF and topology readers all say it the same way, after the file name)."""
     bad = e.object[e.start:e.start + 1].hex() if isinstance(e.object, (bytes, bytearray)) else "?"
-    return f"{path}: not UTF-8 text (byte 0x{bad} at offset {e.start})"
+    return f"not UTF-8 text (byte 0x{bad} at offset {e.start})"

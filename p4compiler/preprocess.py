@@ -174,7 +174,7 @@ class _Preprocessor:
             except OSError as e:
                 raise P4Error(f"cannot read {path}: {e.strerror}", from_file, from_line) from None
             except UnicodeDecodeError as e:
-                raise P4Error(not_utf8(path, e).split(": ", 1)[1], path) from None
+                raise P4Error(not_utf8(e), path) from None
         if any(s.real == real for s in self.stack):
             chain = " -> ".join(s.path for s in self.stack) + f" -> {path}"
             raise P4Error(f"#include cycle: {chain}", from_file, from_line)

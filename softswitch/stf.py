@@ -959,7 +959,7 @@ def run_stf_on_switch(switch: SwitchAPI, stf_path: str) -> StfResult:
     except OSError as e:
         raise StfError(f"cannot read STF file: {e}") from None
     except UnicodeDecodeError as e:
-        raise StfError(not_utf8(stf_path, e)) from None
+        raise StfError(f"{stf_path}: {not_utf8(e)}") from None
     return run_stf_commands(switch, parse_stf(text, stf_path))
 
 

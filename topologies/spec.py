@@ -278,7 +278,7 @@ def load(path: str | Path) -> Topology:
     except OSError as e:
         raise SpecError([f"{path}: cannot read: {e.strerror or e}"]) from None
     except UnicodeDecodeError as e:
-        raise SpecError([not_utf8(path, e)]) from None
+        raise SpecError([f"{path}: {not_utf8(e)}"]) from None
     return loads(text, path)
 
 
