@@ -142,6 +142,48 @@ def _trafgen_conf(frame: bytes, path: Path) -> None:
     path.write_text("{ " + ", ".join(f"0x{b:02x}" for b in frame) + " }\n")
 
 
+def _pins() -> tuple[list[str], list[str]]:
+    """taskset prefixes: the switch on the last core, the sender on core 0 (none on one core)."""
+    cores = os.cpu_count() or 1
+    pin_switch = ["taskset", "-c", str(cores - 1)] if cores > 1 and shutil.which("taskset") else []
+    return pin_switch, (["taskset", "-c", "0"] if pin_switch else [])
+
+
+def _start_switch(program: Path, backend: str, interfaces: list[str], pin: list[str]
+                  ) -> tuple[subprocess.Popen, int, str]:
+    """`python -m softswitch` on ports 1.. bound to `interfaces`: (process, P4Runtime port, the
+    backend it says it runs)."""
+    argv = pin + [sys.executable, "-m", "softswitch", "--backend", backend, "--p4", str(program),
+                  "--grpc-addr", "127.0.0.1:0"]
+    for n, ifname in enumerate(interfaces, start=1):
+        argv += ["-i", f"{n}@{ifname}"]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    first = proc.stdout.readline()  # type: ignore[union-attr]
+    m = re.search(r":(\d+) ", first)
+    running = proc.stdout.readline() if m else ""  # type: ignore[union-attr]
+    if not m or "softswitch running" not in running:
+        err = _stop(proc)
+        raise RuntimeError(f"softswitch did not start: {first!r} {running!r} {err[-500:]}")
+    return proc, int(m.group(1)), ("native" if "native backend" in running else "python")
+
+
+def _stop(proc: subprocess.Popen | None, wait_s: float = 10, output: bool = True) -> str:
+    """SIGTERM, then SIGKILL after `wait_s`; returns what the process wrote on stderr when
+    `output` (a sender is only waited for: trafgen can sit in a blocked ring flush, its pipes
+    open, well after the signal)."""
+    if proc is None or proc.returncode is not None:
+        return ""
+    proc.terminate()
+    try:
+        if output:
+            return proc.communicate(timeout=wait_s)[1] or ""
+        proc.wait(timeout=wait_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
+    return ""
+
+
 def bench_veth(which: str, backend: str, seconds: float) -> dict:
     from topologies.netns import create_namespace, create_veth_pair, netns_unavailable
 
@@ -151,27 +193,14 @@ def bench_veth(which: str, backend: str, seconds: float) -> dict:
     made = []
     proc = send = None
     trafgen = shutil.which("trafgen")
-    cores = os.cpu_count() or 1
-    pin_switch = ["taskset", "-c", str(cores - 1)] if cores > 1 and shutil.which("taskset") else []
-    pin_sender = ["taskset", "-c", "0"] if pin_switch else []
+    pin_switch, pin_sender = _pins()
     try:
         ns_tx, ns_rx = create_namespace("bt"), create_namespace("br")
         made += [ns_tx, ns_rx]
         p1, p2 = create_veth_pair(peer_ns=ns_tx, prefix="bp"), create_veth_pair(peer_ns=ns_rx, prefix="bp")
         made += [p1, p2]
         program = L2L3 if which == "l2l3" else AGG32
-        argv = pin_switch + [sys.executable, "-m", "softswitch", "--backend", backend, "--p4", str(program),
-                             "--grpc-addr", "127.0.0.1:0", "-i", f"1@{p1.host_if}", "-i", f"2@{p2.host_if}"]
-        proc = subprocess.Popen(argv,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
-        first = proc.stdout.readline()
-        m = re.search(r":(\d+) ", first)
-        if not m:
-            raise RuntimeError(f"softswitch did not start: {first!r} {proc.stderr.read()[-500:]}")
-        grpc_port = int(m.group(1))
-        running = proc.stdout.readline()
-        assert "softswitch running" in running, running
-        ran = "native" if "native backend" in running else "python"
+        proc, grpc_port, ran = _start_switch(program, backend, [p1.host_if, p2.host_if], pin_switch)
         if which == "l2l3":
             install_route(grpc_port)
         frame = agg32_frame() if which == "agg32" else l2l3_frame()
@@ -204,19 +233,8 @@ def bench_veth(which: str, backend: str, seconds: float) -> dict:
                 "switch_cpu_ns_per_packet": round((cpu1 - cpu0) / forwarded * 1e9) if forwarded else None,
                 "switch_core": pin_switch[-1] if pin_switch else "any"}
     finally:
-        if send is not None:
-            send.terminate()
-            try:
-                send.wait(timeout=3)
-            except subprocess.TimeoutExpired:  # trafgen can sit in a blocked ring flush
-                send.kill()
-                send.wait(timeout=10)
-        if proc is not None:
-            proc.terminate()
-            try:
-                _, err = proc.communicate(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        _stop(send, wait_s=3, output=False)
+        _stop(proc)
         for obj in reversed(made):
             obj.delete()
 
@@ -277,9 +295,7 @@ def bench_innet_agg(backend: str, seconds: float) -> dict:
         return {"program": "innet_agg4", "backend": backend, "path": "veth", "skipped": reason}
     made: list = []
     proc = send = None
-    cores = os.cpu_count() or 1
-    pin_switch = ["taskset", "-c", str(cores - 1)] if cores > 1 and shutil.which("taskset") else []
-    pin_sender = ["taskset", "-c", "0"] if pin_switch else []
+    pin_switch, pin_sender = _pins()
     sc = None
     try:
         blast = build_blast()
@@ -287,19 +303,8 @@ def bench_innet_agg(backend: str, seconds: float) -> dict:
         made.append(ns)
         pairs = [create_veth_pair(peer_ns=ns, prefix="bw") for _ in range(AGG_WORKERS)]
         made += pairs
-        argv = pin_switch + [sys.executable, "-m", "softswitch", "--backend", backend, "--p4", str(INNET),
-                             "--grpc-addr", "127.0.0.1:0"]
-        for i, p in enumerate(pairs):
-            argv += ["-i", f"{i + 1}@{p.host_if}"]
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
-        first = proc.stdout.readline()
-        m = re.search(r":(\d+) ", first)
-        if not m:
-            raise RuntimeError(f"softswitch did not start: {first!r} {proc.stderr.read()[-500:]}")
-        running = proc.stdout.readline()
-        assert "softswitch running" in running, running
-        ran = "native" if "native backend" in running else "python"
-        sc = SwitchController(f"127.0.0.1:{m.group(1)}", SWITCH_MAC, SWITCH_IP)
+        proc, grpc_port, ran = _start_switch(INNET, backend, [p.host_if for p in pairs], pin_switch)
+        sc = SwitchController(f"127.0.0.1:{grpc_port}", SWITCH_MAC, SWITCH_IP)
         sc.attach()
         members = [Member(i, port=i + 1, mac=f"02:00:00:00:01:{1 + i:02x}", ip=f"10.0.1.{1 + i}")
                    for i in range(AGG_WORKERS)]
@@ -339,18 +344,8 @@ def bench_innet_agg(backend: str, seconds: float) -> dict:
     finally:
         if sc is not None:
             sc.close()
-        if send is not None and send.poll() is None:
-            send.terminate()
-            try:
-                send.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                send.kill()
-        if proc is not None:
-            proc.terminate()
-            try:
-                proc.communicate(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        _stop(send, wait_s=5, output=False)
+        _stop(proc)
         for obj in reversed(made):
             obj.delete()
 
