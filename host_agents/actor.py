@@ -3,8 +3,11 @@
 Plays one Gymnasium environment epsilon-greedily with its own copy of the Dueling Q network
 (eps_i = 0.4^(1 + 7 i / (N - 1))), turns its steps into n-step transitions, keeps them in a local
 buffer and, each time the buffer is full, computes their initial priorities (|n-step double-Q TD
-error| under its own network) and pushes them to the replay. Every K environment steps it pulls
-the learner's newest parameters from the parameter store (the replay's parameter slot).
+error| under its own network) and pushes them to the replay. Pushes go out from a bounded queue
+on a background thread (``--push-queue``), so that the environment loop waits for the network
+only when the queue is full; a push that fails after its retries stops the actor with the error,
+and the queue is drained before the actor ends. Every K environment steps it pulls the
+learner's newest parameters from the parameter store (the replay's parameter slot).
 
 Outputs, in ``<log-dir>/<run-name>/actor<i>``: TensorBoard events and metrics.jsonl
 (episode/return, episode/length, actor/epsilon, env/steps_per_s, time/<phase> for pull_params,
@@ -46,7 +49,8 @@ from host_agents.metrics import (
 )
 from host_agents.networks import DuelingQNetwork, select_device
 from host_agents.param_store import ParamStore
-from host_agents.replay_client import ReplayConfig
+from host_agents.replay_client import ReplayConfig, make_replay_client
+from host_agents.replay_pipeline import BackgroundReplay
 from host_agents.run_config import seed_everything
 
 __all__ = ["ActorConfig", "main", "run_actor"]
@@ -71,6 +75,9 @@ class ActorConfig(ApexConfig):
     """transitions gathered before one push to the replay (with their priorities)"""
     param_pull_interval: int = 400
     """environment steps between parameter pulls from the parameter store"""
+    push_queue: int = 4
+    """pushes queued for a background sender, so that the environment loop does not wait for
+    the network (0: push inline and wait); a push that fails after its retries stops the actor"""
     steps_per_s_limit: float = 0.0
     """at most this many environment steps per second (0: as fast as it can), to leave the
     cores to the learner when actors and learner share a machine"""
@@ -82,6 +89,8 @@ class ActorConfig(ApexConfig):
             raise ConfigError("epsilon_base must be in (0, 1] and epsilon_alpha >= 0")
         if self.local_buffer < 1 or self.param_pull_interval < 1:
             raise ConfigError("local_buffer and param_pull_interval must be >= 1")
+        if self.push_queue < 0:
+            raise ConfigError("push_queue must be >= 0")
         if self.steps_per_s_limit < 0:
             raise ConfigError("steps_per_s_limit must be >= 0")
 
@@ -142,6 +151,11 @@ def run_actor(cfg: ActorConfig, replay: ReplayConfig) -> dict:
     net.eval()
     client, _ = open_replay(replay)  # a missing server or a table of another size: say so now
     store = ParamStore(client)
+    # pushes go out on their own client and thread; parameter pulls stay on this one
+    sender = None
+    if cfg.push_queue:
+        sender = BackgroundReplay(make_replay_client(replay), cfg.push_queue, f"{cfg.role}-push")
+    pushed_before = pushed  # a resumed run counts on from its checkpoint
     env = make_env(cfg.env, seed=cfg.process_seed + episodes)
     acc = NStepAccumulator(cfg.n_step, cfg.gamma)
     epsilon = cfg.epsilon
@@ -177,8 +191,12 @@ def run_actor(cfg: ActorConfig, replay: ReplayConfig) -> dict:
         prios = initial_priorities(net, buffer, device, cfg.priority_eps)
         items = [encode_transition(t, compress=info.atari) for t in buffer]
         with timer.phase("push_experiences"):
-            client.insert(items, prios)
-        pushed += len(buffer)
+            if sender is None:
+                client.insert(items, prios)
+                pushed += len(buffer)
+            else:
+                sender.insert(items, prios)  # waits only when push_queue pushes are in flight
+                pushed = pushed_before + sender.stats["items_inserted"]  # the ones the replay confirmed
         buffer.clear()
 
     def log_interval(now: float) -> None:
@@ -205,6 +223,7 @@ def run_actor(cfg: ActorConfig, replay: ReplayConfig) -> dict:
     obs, _ = env.reset(seed=cfg.process_seed + episodes)
     ep_return, ep_length = 0.0, 0
     reason = "max_steps"
+    clean_exit = False
     try:
         while steps < cfg.max_steps:
             if stop.set:
@@ -255,10 +274,17 @@ def run_actor(cfg: ActorConfig, replay: ReplayConfig) -> dict:
                     with timer.phase("rate_limit"):
                         time.sleep(ahead)
         push()  # what the local buffer holds; the episode in progress stays unfinished
+        if sender is not None:
+            with timer.phase("push_experiences"):
+                sender.drain()  # every queued push stored before the run ends (or raises)
+            pushed = pushed_before + sender.stats["items_inserted"]
         log_interval(time.monotonic())
+        clean_exit = True
     finally:
         env.close()
         client.close()
+        if sender is not None:
+            sender.close(drain=clean_exit)
     wall = time.monotonic() - start
     totals = timer.totals()
     summary = {

@@ -15,6 +15,13 @@ time/communication_share, eval/return_mean, replay/inserts), checkpoint.pt (onli
 networks, optimizer, update count; ``--resume`` continues from it) and summary.json
 (eval_return_mean, updates, wall time, phase totals, communication share, whether and when the
 target return was reached). SIGTERM or Ctrl-C stops it cleanly.
+
+With ``--prefetch K`` (default 1) the replay calls run on one background thread in the order they
+were made: the next K batches are drawn while the learner trains, and priority updates go out
+without waiting (each applied once, after the sample it refers to; at most
+``--max-pending-updates`` in flight; all applied before the run ends). time/sample and
+time/update_priorities then count only the time the learner waited; summary.json's
+replay_io_busy_s is the calls' own time on the thread. ``--prefetch 0`` waits for every call.
 """
 
 from __future__ import annotations
@@ -22,6 +29,8 @@ from __future__ import annotations
 import copy
 import sys
 import time
+from collections import deque
+from concurrent.futures import Future
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -51,7 +60,8 @@ from host_agents.metrics import (
 )
 from host_agents.networks import DuelingQNetwork, select_device
 from host_agents.param_store import ParamStore
-from host_agents.replay_client import ReplayConfig, ReplayTimeout
+from host_agents.replay_client import ReplayConfig, ReplayTimeout, SampleBatch
+from host_agents.replay_pipeline import BackgroundReplay
 from host_agents.run_config import evaluate, seed_everything
 
 __all__ = ["LearnerConfig", "main", "run_learner"]
@@ -97,6 +107,11 @@ class LearnerConfig(ApexConfig):
     """stop once a periodic evaluation's mean return reaches this (None: never)"""
     wait_poll_s: float = 0.5
     """seconds between replay size checks while waiting for learning_starts"""
+    prefetch: int = 1
+    """batches sampled ahead on a background thread while the learner trains, priority updates
+    sent without waiting (0: sample, train and update in turn, each waited for)"""
+    max_pending_updates: int = 4
+    """priority updates in flight at most before the learner waits for one (with prefetch)"""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -110,6 +125,8 @@ class LearnerConfig(ApexConfig):
             raise ConfigError("beta and beta_final must be in [0, 1], beta_anneal_updates >= 0")
         if self.eval_interval < 0 or not 0 <= self.eval_epsilon <= 1 or not self.wait_poll_s > 0:
             raise ConfigError("eval_interval must be >= 0, eval_epsilon in [0, 1], wait_poll_s > 0")
+        if self.prefetch < 0 or self.max_pending_updates < 1:
+            raise ConfigError("prefetch must be >= 0 and max_pending_updates >= 1")
         if self.eval_max_episode_steps is not None and self.eval_max_episode_steps < 1:
             raise ConfigError(f"eval_max_episode_steps must be >= 1, got {self.eval_max_episode_steps}")
         if self.target_return is not None and (self.eval_interval == 0 or self.eval_episodes == 0):
@@ -205,7 +222,12 @@ def run_learner(cfg: LearnerConfig, replay: ReplayConfig) -> dict:
     # unreachable server or a table that does not match: fail before the run directory, its
     # checkpoint or the published parameters are touched
     client, status = open_replay(replay)
-    store = ParamStore(client)
+    # With prefetch every replay call goes through one I/O thread, in order (the Redis path's
+    # sum-tree lives in this client, so it must not be used from two threads).
+    io = BackgroundReplay(client, cfg.max_pending_updates, "learner-replay") if cfg.prefetch else None
+    replay_api = io.sync if io else client
+    store = ParamStore(replay_api)
+    samples: deque[Future[SampleBatch]] = deque()  # prefetched batches, oldest first
     timer = PhaseTimer()
     progress = Progress(ROLE, cfg.progress_interval_s)
     logger = RunLogger(run_dir, cfg.tensorboard, resume=cfg.resume)
@@ -238,11 +260,12 @@ def run_learner(cfg: LearnerConfig, replay: ReplayConfig) -> dict:
 
     reason = "max_steps"
     last_table_size = 0
+    clean_exit = False
     try:
         publish()  # actors act with the learner's network from their first pull
         # --- wait for learning_starts (bounded by the time budget and by signals)
         while True:
-            status = replay_status(client, replay)
+            status = replay_status(replay_api, replay)
             if status["size"] >= cfg.learning_starts:
                 break
             if stop.set:
@@ -295,7 +318,14 @@ def run_learner(cfg: LearnerConfig, replay: ReplayConfig) -> dict:
                 reason = "time_budget"
                 break
             with timer.phase("sample"):
-                sb = client.sample(cfg.batch_size, cfg.beta_at(updates))
+                if io is None:
+                    sb = client.sample(cfg.batch_size, cfg.beta_at(updates))
+                else:
+                    # keep `prefetch` batches queued behind the one trained on now; each is drawn
+                    # after the updates of the batches before it that were already submitted
+                    while len(samples) <= cfg.prefetch:
+                        samples.append(io.sample(cfg.batch_size, cfg.beta_at(updates + len(samples))))
+                    sb = samples.popleft().result()
             last_table_size = sb.table_size
             try:
                 decoded = decode_transitions(sb.items, info.obs_shape, info.obs_dtype)
@@ -311,7 +341,10 @@ def run_learner(cfg: LearnerConfig, replay: ReplayConfig) -> dict:
             optimizer.step()
             prios = out.td_errors.abs().double().cpu().numpy() + cfg.priority_eps
             with timer.phase("update_priorities"):
-                client.update_priorities(sb.keys, prios)
+                if io is None:
+                    client.update_priorities(sb.keys, prios)
+                else:
+                    io.update_priorities(sb.keys, prios)  # waits only when max_pending are in flight
             updates += 1
             losses.append(float(out.loss.detach()))
             q_means.append(out.q_mean)
@@ -326,7 +359,7 @@ def run_learner(cfg: LearnerConfig, replay: ReplayConfig) -> dict:
             if cfg.eval_interval and cfg.eval_episodes and updates % cfg.eval_interval == 0:
                 with timer.phase("evaluate"):
                     rets = greedy_returns(online, info, cfg, device, cfg.seed + 100_003 + updates)
-                    status = replay_status(client, replay)
+                    status = replay_status(replay_api, replay)
                 record = {
                     "updates": updates,
                     "return_mean": float(np.mean(rets)),
@@ -349,15 +382,23 @@ def run_learner(cfg: LearnerConfig, replay: ReplayConfig) -> dict:
             if cfg.checkpoint_interval_s and now - last_ckpt >= cfg.checkpoint_interval_s:
                 checkpoint()
                 last_ckpt = now
+        if io is not None:
+            with timer.phase("update_priorities"):
+                io.drain()  # every update submitted is applied before the run ends (or raises)
         log_interval(time.monotonic())
         try:
             publish()  # the final parameters, so actors that are still running get them
-            status = replay_status(client, replay)  # the summary's counts are the final ones
+            status = replay_status(replay_api, replay)  # the summary's counts are the final ones
         except ReplayTimeout:
             pass  # the server may be gone at shutdown; the checkpoint still has them
+        clean_exit = True
     finally:
         checkpoint()
-        client.close()
+        if io is not None:
+            # on an error, queued calls that have not started are dropped: the run failed anyway
+            io.close(drain=clean_exit)
+        else:
+            client.close()
     wall = time.monotonic() - start
     final: list[float] = []
     if cfg.eval_episodes:
@@ -384,6 +425,9 @@ def run_learner(cfg: LearnerConfig, replay: ReplayConfig) -> dict:
         "updates_per_s": (updates - start_updates) / max(wall, 1e-9),
         "phase_totals_s": totals,
         "communication_share": communication_share(totals, COMM_PHASES),
+        # with prefetch, the replay calls' own time on the I/O thread (overlapped with training)
+        "replay_io_busy_s": io.busy_s if io is not None else None,
+        "replay_io": dict(io.stats) if io is not None else None,
     }
     logger.write_json("summary.json", finite(summary))
     logger.close()

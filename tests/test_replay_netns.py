@@ -204,3 +204,92 @@ def test_replay_over_the_network(path: str) -> None:
         assert shown["updates"] >= 16 + 16 + MAX_SIZE
         # the stale updates reached the switch, which refused them by their keys
         assert rejected["key_mismatch"] >= 16
+
+
+# Runs inside a host's namespace: the background pipeline of the agents (host_agents.replay_pipeline)
+PIPELINE_ROLE = r"""
+import json, sys
+import numpy as np
+from host_agents.replay_client import ReplayConfig, make_replay_client
+from host_agents.replay_pipeline import BackgroundReplay
+
+role, cfg = sys.argv[1], json.loads(sys.argv[2])
+params = cfg.pop("params")
+io = BackgroundReplay(make_replay_client(ReplayConfig(**cfg)), max_pending=2)
+if role == "actor":  # as host_agents.actor does: queue pushes, never wait unless the queue is full
+    for i in range(params["pushes"]):
+        n = params["per_push"]
+        io.insert([b"%d.%d" % (i, j) + b"." * 600 for j in range(n)], [1.0] * n)
+    io.close()  # drained shutdown: returns when every push is stored
+    print(json.dumps(io.stats))
+else:  # as host_agents.learner does: one batch prefetched, updates not waited for
+    sampled = []
+    ahead = io.sample(params["batch"])
+    for i in range(params["iterations"]):
+        batch, ahead = ahead.result(), io.sample(params["batch"])
+        sampled.append(sorted(set(batch.keys.tolist())))
+        io.update_priorities(batch.keys, np.full(batch.keys.size, float(i + 2)))
+    ahead.result()
+    io.drain()
+    check = io.sync.sample(params["check_batch"])
+    probs = {}
+    for k, p in zip(check.keys.tolist(), check.probabilities.tolist()):
+        probs[str(k)] = p
+    io.close()
+    print(json.dumps({"sampled": sampled, "probs": probs, "stats": io.stats}))
+"""
+
+
+@pytest.mark.parametrize("path", ["switch", "host"])
+def test_background_pipeline_over_a_lossy_network(path: str) -> None:
+    """The agents' background replay calls across a switch that drops 5% of packets: every queued
+    push is stored exactly once (the server's counters), and the learner's priority updates,
+    sent without waiting while the next batch is already being drawn, are all applied, each
+    after the sample it refers to and in order: every item ends with the priority of the last
+    batch it was sampled in (read back from the reported sampling probabilities)."""
+    reason = netns_unavailable()
+    if reason:
+        pytest.skip(reason)
+    if not SERVER.exists():
+        pytest.skip(f"{SERVER} is not built (make -C dpdk_fallback)")
+    pushes, per_push, iterations = 20, 5, 30
+    with star(3, loss_rate=0.05, loss_seed=5) as tb:
+        host = tb.workers[0].host
+        table = f"t:max_size=128,alpha=1.0,priorities={path}"
+        with ReplayServerProcess(["--bind", host.ip, "--seed", "7", "--table", table], ns=host.ns):
+            if path == "switch":
+                tb.root.controller.replay.install_table(0, 128)
+            base = {"backend": path, "server_ip": host.ip, "max_size": 128, "alpha": 1.0,
+                    "timeout_s": 0.1, "max_tries": 20}  # fmt: skip
+            actor = tb.workers[1].host.ns.popen(
+                [sys.executable, "-c", PIPELINE_ROLE, "actor",
+                 json.dumps({**base, "seed": 1, "params": {"pushes": pushes, "per_push": per_push}})],
+                cwd=REPO,
+            )  # fmt: skip
+            pushed = finish(actor, "actor")
+            params = {"iterations": iterations, "batch": 16, "check_batch": 2000}
+            learner_cfg = json.dumps({**base, "seed": 2, "params": params})
+            learner = tb.workers[2].host.ns.popen(
+                [sys.executable, "-c", PIPELINE_ROLE, "learner", learner_cfg], cwd=REPO
+            )
+            out = finish(learner, "learner")
+            info = json.loads(host.ns.python(
+                "import json; from host_agents.replay_client import HostReplayClient, ReplayConfig; "
+                f"print(json.dumps(HostReplayClient(ReplayConfig(**{base!r})).info()))"
+            ).stdout)  # fmt: skip
+    assert pushed["items_inserted"] == pushes * per_push
+    counters, table = info["counters"], info["tables"][0]
+    assert counters["pushes"] == pushes and table["inserts"] == pushes * per_push  # each push once
+    # every key of every batch accounted for (applied; none evicted in a table of 128)
+    assert out["stats"]["updates_applied"] == iterations * 16 and out["stats"]["updates_ignored"] == 0
+    if path == "host":
+        assert counters["updates"] == iterations  # each update executed once despite the losses
+    # the priority each item must end with: that of the last batch it was in (1.0 if never sampled)
+    final = {}
+    for i, keys in enumerate(out["sampled"]):
+        for k in keys:
+            final[k] = float(i + 2)
+    total = sum(final.get(k, 1.0) for k in range(pushes * per_push))
+    assert out["probs"], "the check sample came back empty"
+    for k, p in out["probs"].items():
+        assert p == pytest.approx(final.get(int(k), 1.0) / total, rel=2e-3), k
