@@ -22,11 +22,14 @@ BACKENDS = ("python", "native")
 NATIVE_PENDING: dict[str, str] = {}
 
 
-def run_stf(program: Path, stf_path: Path, backend: str) -> stf.StfResult:
-    """run_stf on one backend; a pending program's refusal becomes an xfail that names it."""
+def run_stf(
+    program: Path, stf_path: Path, backend: str, defines: dict[str, str] | None = None
+) -> stf.StfResult:
+    """run_stf on one backend (the program preprocessed with ``defines``); a pending program's
+    refusal becomes an xfail that names it."""
     pending = NATIVE_PENDING.get(program.stem) if backend == "native" else None
     try:
-        result = stf.run_stf(str(program), str(stf_path), backend=backend)
+        result = stf.run_stf(str(program), str(stf_path), backend=backend, defines=defines)
     except P4Error as e:
         if pending is not None and "native backend" in str(e):
             pytest.xfail(f"native backend: {e}")

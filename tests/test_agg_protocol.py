@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 
@@ -12,21 +13,31 @@ from scapy.layers.l2 import Ether
 
 from host_agents import agg_protocol as ap
 from host_agents.agg_layers import AggHeader, AggValues
+from p4compiler import P4Error, compile_file
 
-TYPES_P4 = Path(__file__).resolve().parent.parent / "p4" / "include" / "types.p4"
+ROOT = Path(__file__).resolve().parent.parent
+TYPES_P4 = ROOT / "p4" / "include" / "types.p4"
+PROGRAM = ROOT / "p4" / "innet.p4"
 
 
-def _p4_constants() -> dict[str, int]:
-    text = TYPES_P4.read_text()
-    consts = {
-        m[1]: int(m[2], 0) for m in re.finditer(r"const bit<\d+>\s+(\w+)\s*=\s*(0x[0-9a-fA-F]+|\d+);", text)
-    }
-    consts.update({m[1]: int(m[2]) for m in re.finditer(r"#define (\w+) (\d+)\b", text)})
-    return consts
+def _p4_defines() -> dict[str, int]:
+    """types.p4's `#define NAME <number>` lines (the first of each: #ifndef defaults come first)."""
+    out: dict[str, int] = {}
+    for m in re.finditer(r"#define (\w+) (\d+)\b", TYPES_P4.read_text()):
+        out.setdefault(m[1], int(m[2]))
+    return out
+
+
+@functools.cache
+def _compiled_constants(width: int | None) -> dict[str, int]:
+    """innet.p4's constants as the compiler folds them, built with -DAGG_VALUES_PER_PACKET=width
+    (None: the program's default)."""
+    defines = None if width is None else {"AGG_VALUES_PER_PACKET": str(width)}
+    return compile_file(str(PROGRAM), defines=defines).constants
 
 
 def test_constants_match_the_p4_program() -> None:
-    c = _p4_constants()
+    c = _compiled_constants(None) | _p4_defines()
     assert c["AGG_UDP_PORT"] == ap.AGG_UDP_PORT
     assert c["AGG_VALUES_PER_PACKET"] == ap.VALUES_PER_PACKET
     assert c["AGG_HEADER_BYTES"] == ap.HEADER_BYTES
@@ -45,6 +56,27 @@ def test_constants_match_the_p4_program() -> None:
         (v, k) for k, v in c.items() if k.startswith("AGG_REJECT_") and k != "AGG_REJECT_REASONS"
     )
     assert [k.removeprefix("AGG_REJECT_").lower() for _, k in reasons] == list(ap.REJECT_REASONS)
+
+
+@pytest.mark.parametrize("width", [32, 64, 256])
+def test_each_width_compiles_to_its_sizes(width: int) -> None:
+    """-DAGG_VALUES_PER_PACKET sets every size of the program: the byte and UDP length constants,
+    the values header and one register per value."""
+    c = _compiled_constants(width)
+    assert c["AGG_VALUES_BYTES"] == 4 * width
+    assert c["AGG_UDP_LEN_HEADER_ONLY"] == 8 + 28
+    assert c["AGG_UDP_LEN_FULL"] == 8 + 28 + 4 * width
+    prog = compile_file(str(PROGRAM), defines={"AGG_VALUES_PER_PACKET": str(width)})
+    values_t = dict(prog.headers_type.fields)["agg_values"]
+    assert [n for n, _ in values_t.fields] == [f"v{i:02x}" for i in range(width)]
+    registers = [r.name for r in prog.info.registers if ".agg_value_" in r.name]
+    assert registers == [f"InnetIngress.aggregation.agg_value_{i:02x}" for i in range(width)]
+
+
+@pytest.mark.parametrize("width", ["48", "0", "1024"])
+def test_other_widths_stop_the_compile_with_one_line(width: str) -> None:
+    with pytest.raises(P4Error, match=r"types\.p4:\d+:\d+: .*AGG_VALUES_PER_PACKET must be 32, 64 or 256"):
+        compile_file(str(PROGRAM), defines={"AGG_VALUES_PER_PACKET": width})
 
 
 def test_struct_and_scapy_encode_the_same_bytes() -> None:

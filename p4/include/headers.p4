@@ -58,12 +58,26 @@ header agg_h {
 }
 
 // The values: AGG_VALUES_PER_PACKET two's-complement int32 (register arithmetic is on bit<32>,
-// which wraps exactly as int32 does). The list macro generates one field/register/step per value.
-#define AGG_VALUE_LIST(X) \
-    X(00) X(01) X(02) X(03) X(04) X(05) X(06) X(07) \
-    X(08) X(09) X(10) X(11) X(12) X(13) X(14) X(15) \
-    X(16) X(17) X(18) X(19) X(20) X(21) X(22) X(23) \
-    X(24) X(25) X(26) X(27) X(28) X(29) X(30) X(31)
+// which wraps exactly as int32 does). The list macro generates one field/register/step per value;
+// value k is named by k in two hex digits (v00 .. v3f at 64 values, v00 .. vff at 256), 16 to a
+// row, so that the rows follow AGG_VALUES_PER_PACKET (types.p4 allows 32, 64 and 256).
+#define AGG_VALUE_ROW(X, h) \
+    X(h##0) X(h##1) X(h##2) X(h##3) X(h##4) X(h##5) X(h##6) X(h##7) \
+    X(h##8) X(h##9) X(h##a) X(h##b) X(h##c) X(h##d) X(h##e) X(h##f)
+#define AGG_VALUE_ROWS_32(X) AGG_VALUE_ROW(X, 0) AGG_VALUE_ROW(X, 1)
+#define AGG_VALUE_ROWS_64(X) AGG_VALUE_ROWS_32(X) AGG_VALUE_ROW(X, 2) AGG_VALUE_ROW(X, 3)
+#define AGG_VALUE_ROWS_128(X) AGG_VALUE_ROWS_64(X) \
+    AGG_VALUE_ROW(X, 4) AGG_VALUE_ROW(X, 5) AGG_VALUE_ROW(X, 6) AGG_VALUE_ROW(X, 7)
+#define AGG_VALUE_ROWS_256(X) AGG_VALUE_ROWS_128(X) \
+    AGG_VALUE_ROW(X, 8) AGG_VALUE_ROW(X, 9) AGG_VALUE_ROW(X, a) AGG_VALUE_ROW(X, b) \
+    AGG_VALUE_ROW(X, c) AGG_VALUE_ROW(X, d) AGG_VALUE_ROW(X, e) AGG_VALUE_ROW(X, f)
+#if AGG_VALUES_PER_PACKET == 32
+#define AGG_VALUE_LIST(X) AGG_VALUE_ROWS_32(X)
+#elif AGG_VALUES_PER_PACKET == 64
+#define AGG_VALUE_LIST(X) AGG_VALUE_ROWS_64(X)
+#else
+#define AGG_VALUE_LIST(X) AGG_VALUE_ROWS_256(X)
+#endif
 
 #define AGG_VALUE_FIELD(i) bit<32> v##i;
 header agg_values_h {

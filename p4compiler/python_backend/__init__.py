@@ -26,6 +26,7 @@ from p4compiler.frontend.parser import parse_file, parse_source  # noqa: F401 (r
 from p4compiler.python_backend import types as T
 from p4compiler.python_backend.blocks import compile_block
 from p4compiler.python_backend.codegen import Compiler, ExternSpec, TableSpec, err
+from p4compiler.python_backend.scope import Const
 
 __all__ = ["CompiledProgram", "compile_file", "compile_text", "compile_program", "P4Error"]
 
@@ -48,6 +49,9 @@ class CompiledProgram:
     filename: str = ""
     controller_headers: dict[str, T.StructLikeT] = field(default_factory=dict)
     ir: Any = None  # the lowered program (p4compiler.ir.Program)
+    # the top-level `const` declarations with integer values, by name (their folded values: a
+    # program's sizes as the preprocessor's -D settings made them)
+    constants: dict[str, int] = field(default_factory=dict)
 
 
 def compile_file(path: str, include_dirs: Sequence[str] = (), defines: Mapping[str, str] | None = None
@@ -144,6 +148,8 @@ class _Build(Compiler):
             info=self.info, source="", code=None, tables=self.tables, externs=self.externs, blocks=fns,
             headers_type=hdr_t, meta_type=meta_t, std_meta_type=sm_t, errors=self.errors,
             controller_headers=self.ctl_headers,
+            constants={name: int(b.value) for name, b in self.g.names.items()
+                       if isinstance(b, Const) and isinstance(b.value, int)},
         )
 
     # -------------------------------------------------------------- main package
