@@ -233,16 +233,21 @@ def fixed_exponent_for(seed: int, workers: int, numel: int) -> int:
     return max(-120, min(120, math.floor(math.log2(peak)) + 1 if peak > 0 else 0))
 
 
-def check_async(seed: int, workers: int, threshold: int, y, info) -> tuple[float, float, int, int]:
+def check_async(
+    seed: int, workers: int, threshold: int, y, info, values_per_packet: int | None = None
+) -> tuple[float, float, int, int]:
     """(max relative error, mean workers per received chunk, chunks with no result, chunks whose
     header contradicts itself) of an asynchronous result: every chunk with a result must equal
     the exact sum of the inputs of the workers its bitmap names, with count = the bitmap's
     workers >= threshold. No result (count 0) is normal in an asynchronous job: the worker fell
-    a round behind on that slot and rejoined later."""
+    a round behind on that slot and rejoined later. Chunks are ``values_per_packet`` values
+    (default: the program's default width)."""
     import numpy as np
 
-    from host_agents.agg_protocol import VALUES_PER_PACKET
+    from host_agents.agg_protocol import DEFAULT_VALUES_PER_PACKET
     from host_agents.allreduce import input_tensor
+
+    vpp = values_per_packet or DEFAULT_VALUES_PER_PACKET
 
     numel = y.numel()
     inputs = np.stack([input_tensor(seed, w, numel, 0).double().numpy() for w in range(workers)])
@@ -250,7 +255,7 @@ def check_async(seed: int, workers: int, threshold: int, y, info) -> tuple[float
     err, peak = 0.0, 0.0
     missing, contradictions, counts = 0, 0, []
     for c, bitmap in enumerate(info.bitmap.tolist()):
-        lo, hi = c * VALUES_PER_PACKET, min(numel, (c + 1) * VALUES_PER_PACKET)
+        lo, hi = c * vpp, min(numel, (c + 1) * vpp)
         count = int(info.count[c])
         if count == 0 and bitmap == 0:
             missing += 1

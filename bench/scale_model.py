@@ -311,7 +311,9 @@ def default_inputs(measured: dict[str, Input]) -> dict[str, Input]:
     src = "host_agents/agg_protocol.py"
     inputs = {
         "model_bytes": Input(13e6, "B", "assumed", "the seed's dueling DQN, 13 MB (bench/README.md)"),
-        "values_per_packet": Input(ap.VALUES_PER_PACKET, "", "code", f"{src} VALUES_PER_PACKET"),
+        "values_per_packet": Input(
+            ap.DEFAULT_VALUES_PER_PACKET, "", "code", f"{src} DEFAULT_VALUES_PER_PACKET (innet.p4's default)"
+        ),
         "value_bytes": Input(4, "B", "code", "int32 values (docs/protocol.md)"),
         "agg_header_bytes": Input(
             agg_hdr,

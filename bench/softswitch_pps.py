@@ -264,13 +264,14 @@ def build_blast() -> Path:
 
 
 def innet_agg_frame(worker: int) -> bytes:
-    """A DATA packet of worker `worker` in job 1 (docs/protocol.md), slot 0 round 1: blast
-    rewrites slot and round per packet."""
-    from host_agents.agg_protocol import AGG_UDP_PORT, AggHeaderFields
+    """A DATA packet of worker `worker` in job 1 (docs/protocol.md), slot 0 round 1, at the
+    program's default values per packet (the width the benchmark loads): blast rewrites slot and
+    round per packet."""
+    from host_agents.agg_protocol import AGG_UDP_PORT, DEFAULT_VALUES_PER_PACKET, AggHeaderFields
 
     hdr = AggHeaderFields(op=1, flags=0, job_id=1, worker_id=worker, slot=0, round=1, next_exp=0, count=1,
                           bitmap=0, chunk=0, version_lo=0, version_hi=0).pack()
-    payload = hdr + b"".join(struct.pack("!i", worker * 100 + i) for i in range(32))
+    payload = hdr + b"".join(struct.pack("!i", worker * 100 + i) for i in range(DEFAULT_VALUES_PER_PACKET))
     udp = struct.pack("!HHHH", AGG_UDP_PORT, AGG_UDP_PORT, 8 + len(payload), 0)
     ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp) + len(payload), 0, 0, 64, 17, 0,
                      bytes([10, 0, 1, 1 + worker]), bytes([10, 0, 0, 254]))
@@ -333,7 +334,8 @@ def bench_innet_agg(backend: str, seconds: float) -> dict:
         counters = sc.jobs.ingress.counters(1)
         return {"program": "innet_agg4", "backend": ran, "path": "veth",
                 "sender": "bench/blast.c (sendmmsg, 64 frames per worker in turn), 1 core",
-                "workers": AGG_WORKERS, "slots": AGG_SLOTS, "seconds": round(dt, 2),
+                "workers": AGG_WORKERS, "slots": AGG_SLOTS,
+                "values_per_packet": (len(innet_agg_frame(0)) - 70) // 4, "seconds": round(dt, 2),
                 "offered_pps": round((tx1 - tx0) / dt), "pps": round((agg1 - agg0) / dt),
                 "result_copies_per_s": round((res1 - res0) / dt), "frames_out_pps": round((rx1 - rx0) / dt),
                 "job_counters": counters, "sender_said": out.strip(),

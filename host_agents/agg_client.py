@@ -1,7 +1,8 @@
 """Allreduce through the switch: ``AggregationClient.allreduce(tensor)`` returns the sum of the
 tensor over the job's workers, aggregated packet by packet in p4/innet.p4.
 
-The tensor is cut into chunks of 32 values; chunk c travels in slot c % W of the job (W = the
+The tensor is cut into chunks of ``values_per_packet`` values (the width the switch's program was
+compiled with: 64 by default, docs/protocol.md); chunk c travels in slot c % W of the job (W = the
 job's slots = this host's window of outstanding packets), one round of the slot per chunk.
 Floats become int32 with a block exponent per chunk that all workers share (docs/protocol.md,
 "Scaling"): synchronous jobs agree on it through the switch, which keeps the max of the
@@ -30,18 +31,18 @@ import torch
 
 from host_agents.agg_protocol import (
     AGG_UDP_PORT,
+    DEFAULT_VALUES_PER_PACKET,
     EXP_BIAS,
     FLAG_RETX,
+    FRAME_OVERHEAD,
     HEADER_BYTES,
     HEADER_STRUCT,
     MAX_WORKERS,
     OP_DATA,
     OP_RESULT,
     OP_STALE,
-    PACKET_DTYPE,
-    VALUES_BYTES,
     VALUES_DTYPE,
-    VALUES_PER_PACKET,
+    AggFormat,
     block_exponents,
     scale_for,
 )
@@ -56,12 +57,10 @@ log = logging.getLogger(__name__)
 MIN_RTO = 0.010
 _warned_fallback = False
 
-# Ethernet + IPv4 + UDP bytes around each aggregation packet, for bytes-on-the-wire figures.
-FRAME_OVERHEAD = 14 + 20 + 8
-
 
 class AggregationTimeout(TimeoutError):
-    """A slot got no result after every retransmission: the switch, the job or a worker is gone."""
+    """A slot got no result after every retransmission: the switch, the job or a worker is gone,
+    or the hosts and the switch disagree on the values per packet."""
 
 
 @dataclass
@@ -118,7 +117,9 @@ class AggregationClient:
     members makes the job asynchronous and requires ``fixed_exponent``. ``timeout`` is the wait
     before a retransmission (fixed; on the batched path the largest); a slot gives up
     ``timeout * max_tries`` after its first try. ``batched``: None batches when it can, True
-    insists, False never does.
+    insists, False never does. ``values_per_packet`` must be the width the switch's P4 program was
+    compiled with (AGG_VALUES_PER_PACKET): the switch drops packets of another length as
+    malformed, and the client then times out.
     """
 
     def __init__(
@@ -134,7 +135,9 @@ class AggregationClient:
         timeout: float = 0.2,
         max_tries: int = 50,
         batched: bool | None = None,
+        values_per_packet: int = DEFAULT_VALUES_PER_PACKET,
     ) -> None:
+        self.format = AggFormat(values_per_packet)  # ValueError for a width the switch cannot have
         if not 0 <= worker_id < MAX_WORKERS:
             raise ValueError(f"worker id {worker_id} is outside 0..{MAX_WORKERS - 1}")
         if not 1 <= num_workers <= 255:
@@ -182,18 +185,23 @@ class AggregationClient:
         the C helper cannot be built: the client then makes one socket call per packet."""
         global _warned_fallback
         try:
-            tx = np.zeros((self.num_slots, PACKET_DTYPE.itemsize), np.uint8)
-            rx = np.zeros((min(1024, max(64, 2 * self.num_slots)), PACKET_DTYPE.itemsize), np.uint8)
+            row = self.format.packet_dtype.itemsize
+            tx = np.zeros((self.num_slots, row), np.uint8)
+            rx = np.zeros((min(1024, max(64, 2 * self.num_slots)), row), np.uint8)
             bio = BatchSocket(self.sock, self.switch, tx, rx)
         except AggIOUnavailable as e:
             if not _warned_fallback:
                 log.warning("batched aggregation I/O unavailable (%s): one socket call per packet", e)
                 _warned_fallback = True
             return None
-        rec = tx.view(PACKET_DTYPE).reshape(-1)
+        rec = tx.view(self.format.packet_dtype).reshape(-1)
         rec["op"], rec["job_id"], rec["worker_id"] = OP_DATA, self.job_id, self.worker_id
         rec["slot"] = np.arange(self.num_slots)
         return bio
+
+    @property
+    def values_per_packet(self) -> int:
+        return self.format.values_per_packet
 
     @property
     def batched(self) -> bool:
@@ -238,8 +246,8 @@ class AggregationClient:
                     f"an asynchronous job's tensors must all have the same size: this "
                     f"client first sent {self._async_size} elements, now {n}"
                 )
-        chunks = max(1, -(-n // VALUES_PER_PACKET))
-        blocks = np.zeros((chunks, VALUES_PER_PACKET), np.float32)
+        chunks = self.format.chunks(n)
+        blocks = np.zeros((chunks, self.format.values_per_packet), np.float32)
         blocks.reshape(-1)[:n] = flat
         if self.fixed_exponent is not None:
             bound = math.ldexp(1.0, self.fixed_exponent)
@@ -286,7 +294,8 @@ class AggregationClient:
         for slot in active:
             self._send_next(slot, blocks, local_exp, agreed, stats)
         pending = len(active)
-        buf = bytearray(2048)
+        buf = bytearray(max(2048, self.format.packet_bytes))
+        values_bytes, vpp = self.format.values_bytes, self.format.values_per_packet
         while pending:
             deadline = min(s.sent_at for s in active if s.packet) + self.timeout
             ready, _, _ = select.select([self.sock], [], [], max(0.0, deadline - time.monotonic()))
@@ -330,9 +339,9 @@ class AggregationClient:
                 elif op == OP_RESULT and rnd == slot.round & 0xFFFF:
                     c = slot.chunk
                     if c >= 0:
-                        if nbytes < HEADER_BYTES + VALUES_BYTES:
+                        if nbytes < HEADER_BYTES + values_bytes:
                             continue
-                        ints = np.frombuffer(buf, VALUES_DTYPE, VALUES_PER_PACKET, HEADER_BYTES)
+                        ints = np.frombuffer(buf, VALUES_DTYPE, vpp, HEADER_BYTES)
                         result[c] = ints.astype(np.float64) / self._scale(int(agreed[c]))
                         info.count[c], info.bitmap[c] = count, bitmap
                         info.version_lo[c], info.version_hi[c] = version_lo, version_hi
@@ -412,13 +421,13 @@ class AggregationClient:
         tries = np.zeros(n_active, np.int64)
         sent_at = np.zeros(n_active)
         first_sent = np.zeros(n_active)
-        tx = bio.tx.view(PACKET_DTYPE).reshape(-1)
-        rx = bio.rx.view(PACKET_DTYPE).reshape(-1)
+        tx = bio.tx.view(self.format.packet_dtype).reshape(-1)
+        rx = bio.rx.view(self.format.packet_dtype).reshape(-1)
         tx["version_lo"] = tx["version_hi"] = self.version & 0xFFFFFFFF
         tx_flags, tx_round, tx_next, tx_count = tx["flags"], tx["round"], tx["next_exp"], tx["count"]
         tx_chunk, tx_values = tx["chunk"], tx["values"]
         rx_op, rx_job, rx_slot, rx_round = rx["op"], rx["job_id"], rx["slot"], rx["round"]
-        full_len, header_len = HEADER_BYTES + VALUES_BYTES, HEADER_BYTES
+        full_len, header_len = self.format.packet_bytes, HEADER_BYTES
         # a fixed exponent scales every chunk alike: quantize the whole tensor once
         fixed_q = None if dynamic else self._quantize(blocks, agreed)
 
@@ -536,7 +545,7 @@ class AggregationClient:
                 raise AggregationTimeout(
                     f"job {self.job_id} worker {self.worker_id}: no result for slot {i} round {int(rnd[i])} "
                     f"after {int(tries[i])} tries in {self.timeout * self.max_tries:g} s; is the switch at "
-                    f"{self.switch[0]} up, the job installed and every member running?"
+                    f"{self.switch[0]} up, the job installed and every member running? {self._width_hint()}"
                 )
             tx["flags"][due] = FLAG_RETX
             tries[due] += 1
@@ -624,13 +633,23 @@ class AggregationClient:
                     raise AggregationTimeout(
                         f"job {self.job_id} worker {self.worker_id}: no result for slot {slot.index} "
                         f"round {slot.round} after {slot.tries} tries {self.timeout:g} s apart; is the "
-                        f"switch at {self.switch[0]} up, the job installed and every member running?"
+                        f"switch at {self.switch[0]} up, the job installed and every member running? "
+                        + self._width_hint()
                     )
                 if slot.tries == 1:  # set the RETX flag once; the header is otherwise unchanged
                     slot.packet = slot.packet[:1] + bytes([FLAG_RETX]) + slot.packet[2:]
                 slot.tries += 1
                 stats.retransmissions += 1
                 self._send(slot, stats)
+
+    def _width_hint(self) -> str:
+        n = self.format.values_per_packet
+        return (
+            f"Also check values per packet: this worker sends {n} (UDP length {self.format.udp_len_full}); "
+            f"a switch whose program was compiled for another width (AGG_VALUES_PER_PACKET, "
+            f"`python -m control_plane counters` shows them as rejected malformed) drops every packet "
+            f"with values."
+        )
 
     def _on_stale(self, slot: _Slot, held: int, rounds_per_slot: int, stats: AllreduceStats) -> None:
         """This host fell behind on ``slot`` (asynchronous jobs): the switch's cell holds round
@@ -651,7 +670,7 @@ class AggregationClient:
             )
         stats.stale += 1
         log.info("slot %d: round %d is stale (switch holds %d): rejoining", slot.index, slot.round, held)
-        chunks = max(1, -(-(self._async_size or 0) // VALUES_PER_PACKET))
+        chunks = self.format.chunks(self._async_size or 0)
         position = (held - 1) % rounds_per_slot
         own = (slot.index + self.num_slots * j for j in range(position, rounds_per_slot))
         slot.rounds = [c if c < chunks else -1 for c in own]

@@ -7,7 +7,12 @@ from scapy.fields import ByteField, FieldListField, IntField, ShortField, Signed
 from scapy.layers.inet import UDP
 from scapy.packet import Packet, bind_layers
 
-from host_agents.agg_protocol import AGG_UDP_PORT, OP_DATA, VALUES_PER_PACKET
+from host_agents.agg_protocol import (
+    AGG_UDP_PORT,
+    DEFAULT_VALUES_PER_PACKET,
+    OP_DATA,
+    SUPPORTED_VALUES_PER_PACKET,
+)
 
 
 class AggHeader(Packet):
@@ -30,13 +35,17 @@ class AggHeader(Packet):
 
 
 class AggValues(Packet):
+    """The int32 values: as many as the rest of the packet holds (the width is the P4 program's
+    compile-time AGG_VALUES_PER_PACKET; a layer built without values has the default width's
+    zeros)."""
+
     name = "InnetAggValues"
     fields_desc = [
         FieldListField(
             "values",
-            [0] * VALUES_PER_PACKET,
+            [0] * DEFAULT_VALUES_PER_PACKET,
             SignedIntField("v", 0),
-            count_from=lambda _pkt: VALUES_PER_PACKET,
+            max_count=max(SUPPORTED_VALUES_PER_PACKET),  # scapy stops at 100 items by default
         ),
     ]
 

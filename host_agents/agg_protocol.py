@@ -5,10 +5,16 @@ client), and scapy layers in :mod:`host_agents.agg_layers` for tests and debuggi
 so that the hot path does not import scapy). Both mirror
 ``p4/include/headers.p4`` field for field; ``tests/test_agg_protocol.py`` checks that the
 constants here match the P4 program's.
+
+The values per packet are a compile-time constant of the P4 program (AGG_VALUES_PER_PACKET,
+set with ``-DAGG_VALUES_PER_PACKET=N``): :class:`AggFormat` holds the sizes of one width, and a
+host must use the width its switch was compiled with, since the switch drops a packet of any
+other length as malformed.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import struct
 from dataclasses import dataclass
@@ -16,11 +22,13 @@ from dataclasses import dataclass
 import numpy as np
 
 AGG_UDP_PORT = 47000
-VALUES_PER_PACKET = 32
+# The widths p4/include/types.p4 accepts, and its default.
+SUPPORTED_VALUES_PER_PACKET = (32, 64, 256)
+DEFAULT_VALUES_PER_PACKET = 32
 HEADER_BYTES = 28
-VALUES_BYTES = 4 * VALUES_PER_PACKET
+VALUE_BYTES = 4  # int32
 UDP_LEN_HEADER_ONLY = 8 + HEADER_BYTES
-UDP_LEN_FULL = 8 + HEADER_BYTES + VALUES_BYTES
+FRAME_OVERHEAD = 14 + 20 + 8  # Ethernet + IPv4 + UDP headers around each aggregation packet
 MAX_WORKERS = 32  # worker_bitmap_t is 32 bits
 POOL_SLOTS = 1024  # AGG_POOL_SLOTS: slots shared by all jobs of one switch
 MAX_JOBS = 256
@@ -42,18 +50,74 @@ HEADER_STRUCT = struct.Struct("!BBBBHHBBHIIII")
 assert HEADER_STRUCT.size == HEADER_BYTES
 VALUES_DTYPE = np.dtype(">i4")
 
-# The same packet as a NumPy record, so that a whole window of packets is packed and parsed with
-# array operations (the batched client); tests/test_agg_protocol.py checks it against HEADER_STRUCT.
-PACKET_DTYPE = np.dtype(
-    {
-        "names": ["op", "flags", "job_id", "worker_id", "slot", "round", "next_exp", "reserved", "count",
-                  "bitmap", "chunk", "version_lo", "version_hi", "values"],
-        "formats": ["u1", "u1", "u1", "u1", ">u2", ">u2", "u1", "u1", ">u2", ">u4", ">u4", ">u4", ">u4",
-                    (VALUES_DTYPE, (VALUES_PER_PACKET,))],
-        "offsets": [0, 1, 2, 3, 4, 6, 8, 9, 10, 12, 16, 20, 24, HEADER_BYTES],
-        "itemsize": HEADER_BYTES + VALUES_BYTES,
-    }
-)
+
+def check_values_per_packet(n: int) -> int:
+    """``n`` if the P4 program can be compiled with that many values per packet, else ValueError."""
+    if n not in SUPPORTED_VALUES_PER_PACKET:
+        raise ValueError(
+            f"{n} values per packet: p4/innet.p4 is built for "
+            f"{', '.join(map(str, SUPPORTED_VALUES_PER_PACKET))} (AGG_VALUES_PER_PACKET)"
+        )
+    return n
+
+
+@functools.cache
+def _packet_dtype(values_per_packet: int) -> np.dtype:
+    # The packet as a NumPy record, so that a whole window of packets is packed and parsed with
+    # array operations (the batched client); tests/test_agg_protocol.py checks it against
+    # HEADER_STRUCT.
+    return np.dtype(
+        {
+            "names": ["op", "flags", "job_id", "worker_id", "slot", "round", "next_exp", "reserved", "count",
+                      "bitmap", "chunk", "version_lo", "version_hi", "values"],
+            "formats": ["u1", "u1", "u1", "u1", ">u2", ">u2", "u1", "u1", ">u2", ">u4", ">u4", ">u4", ">u4",
+                        (VALUES_DTYPE, (values_per_packet,))],
+            "offsets": [0, 1, 2, 3, 4, 6, 8, 9, 10, 12, 16, 20, 24, HEADER_BYTES],
+            "itemsize": HEADER_BYTES + VALUE_BYTES * values_per_packet,
+        }
+    )
+
+
+@dataclass(frozen=True)
+class AggFormat:
+    """The sizes of aggregation packets of one width: ``values_per_packet`` int32 values after
+    the 28-byte header (p4/include/types.p4's AGG_VALUES_PER_PACKET; 32, 64 or 256)."""
+
+    values_per_packet: int = DEFAULT_VALUES_PER_PACKET
+
+    def __post_init__(self) -> None:
+        check_values_per_packet(self.values_per_packet)
+
+    @property
+    def values_bytes(self) -> int:
+        return VALUE_BYTES * self.values_per_packet
+
+    @property
+    def packet_bytes(self) -> int:
+        """UDP payload of a packet with values (header + values)."""
+        return HEADER_BYTES + self.values_bytes
+
+    @property
+    def udp_len_full(self) -> int:
+        """UDP length of a packet with values (AGG_UDP_LEN_FULL)."""
+        return 8 + self.packet_bytes
+
+    @property
+    def frame_bytes(self) -> int:
+        """Ethernet frame of a packet with values, without preamble and FCS."""
+        return FRAME_OVERHEAD + self.packet_bytes
+
+    @property
+    def packet_dtype(self) -> np.dtype:
+        """One packet with values as a NumPy record (the header's fields and ``values``)."""
+        return _packet_dtype(self.values_per_packet)
+
+    def chunks(self, numel: int) -> int:
+        """Packets (chunks) that carry a tensor of ``numel`` values (at least one)."""
+        return max(1, -(-numel // self.values_per_packet))
+
+
+DEFAULT_FORMAT = AggFormat()
 
 
 @dataclass(slots=True)

@@ -1,7 +1,7 @@
 /* Batched UDP I/O for the aggregation client (host_agents/aggio.py builds and binds it with cffi).
  *
  * One sendmmsg/recvmmsg moves a whole window of aggregation packets, so that Python pays one
- * call per batch instead of one per 32-value packet. Packets live in rows of a caller-owned
+ * call per batch instead of one per packet. Packets live in rows of a caller-owned
  * table (`stride` bytes per row); nothing here keeps state between calls.
  */
 #define _GNU_SOURCE

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from host_agents.agg_client import AggregationClient, AggregationTimeout
-from host_agents.agg_protocol import AGG_UDP_PORT
+from host_agents.agg_protocol import AGG_UDP_PORT, DEFAULT_VALUES_PER_PACKET, SUPPORTED_VALUES_PER_PACKET
 
 
 def input_tensor(seed: int, worker: int, numel: int, repetition: int = 0) -> torch.Tensor:
@@ -52,6 +52,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--worker", type=int, required=True, help="this worker's id in the job")
     p.add_argument("--workers", type=int, required=True, help="number of workers whose gradients are summed")
     p.add_argument("--slots", type=int, required=True, help="the job's slot count (= window)")
+    p.add_argument(
+        "--values-per-packet",
+        type=int,
+        default=DEFAULT_VALUES_PER_PACKET,
+        choices=SUPPORTED_VALUES_PER_PACKET,
+        help="int32 values per packet: the width the switch's p4/innet.p4 was compiled with "
+        "(-DAGG_VALUES_PER_PACKET; default %(default)s, the program's default). The switch drops "
+        "packets of another width as malformed and this worker then times out",
+    )
     p.add_argument(
         "--threshold",
         type=int,
@@ -115,6 +124,7 @@ def main(argv: list[str] | None = None) -> int:
             timeout=args.timeout,
             max_tries=args.max_tries,
             batched=False if args.per_packet else None,
+            values_per_packet=args.values_per_packet,
         ) as client:
             for size in sizes:
                 for rep in range(args.repeat):

@@ -16,7 +16,7 @@ from __future__ import annotations
 import torch
 
 from host_agents.agg_client import AggregationClient, ChunkInfo
-from host_agents.agg_protocol import AGG_UDP_PORT, VALUES_PER_PACKET
+from host_agents.agg_protocol import AGG_UDP_PORT, DEFAULT_VALUES_PER_PACKET
 
 __all__ = [
     "GradComm",
@@ -40,13 +40,14 @@ def parse_addr(text: str, default_port: int) -> tuple[str, int]:
 
 
 class GradComm:
-    """Base: ``allreduce`` -> (sum, per-chunk info or None); counters of what was sent."""
+    """Base: ``allreduce`` -> (sum, per-chunk info or None); counters of what was sent.
+    ``values_per_chunk``: the chunk size of the per-chunk info (the switch's values per packet)."""
 
     name = "base"
-    values_per_chunk = VALUES_PER_PACKET
 
-    def __init__(self, num_workers: int) -> None:
+    def __init__(self, num_workers: int, values_per_chunk: int = DEFAULT_VALUES_PER_PACKET) -> None:
         self.num_workers = num_workers
+        self.values_per_chunk = values_per_chunk
         self.calls = 0
 
     def allreduce(self, flat: torch.Tensor, version: int) -> tuple[torch.Tensor, ChunkInfo | None]:
@@ -85,8 +86,9 @@ class SwitchComm(GradComm):
         fixed_exponent: int | None,
         timeout: float,
         max_tries: int,
+        values_per_packet: int = DEFAULT_VALUES_PER_PACKET,
     ) -> None:
-        super().__init__(num_workers)
+        super().__init__(num_workers, values_per_packet)
         self.client = AggregationClient(
             parse_addr(switch, AGG_UDP_PORT),
             job_id,
@@ -98,6 +100,7 @@ class SwitchComm(GradComm):
             fixed_exponent=fixed_exponent,
             timeout=timeout,
             max_tries=max_tries,
+            values_per_packet=values_per_packet,
         )
 
     def allreduce(self, flat: torch.Tensor, version: int) -> tuple[torch.Tensor, ChunkInfo | None]:
@@ -111,7 +114,7 @@ class SwitchComm(GradComm):
         that fell behind (STALE) skips ahead to a later call, so the furthest slot's round
         count names the call. This is the model version a worker reaches by applying it: a
         worker that skipped calls is that many updates behind the others."""
-        chunks = max(1, -(-numel // VALUES_PER_PACKET))
+        chunks = self.client.format.chunks(numel)
         active = self.client.slots[: min(self.client.num_slots, chunks)]
         rounds_per_call = -(-chunks // self.client.num_slots)
         return max(slot.round for slot in active) // rounds_per_call

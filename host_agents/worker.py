@@ -27,7 +27,8 @@ missing one. Logged: ``agg/param_divergence`` (the relative L2 distance of this 
 parameters to the average it adopts, over the chunks received), ``agg/mixed_chunks``; summary:
 ``resyncs``.
 
-Control chunk: the allreduced tensor is the flat gradient padded to whole chunks plus one
+Control chunk: the allreduced tensor is the flat gradient padded to whole chunks
+(``--values-per-packet`` values each, the switch's packet width, whatever the transport) plus one
 chunk of control values that travel with it, so that decisions need no extra round trip:
 
 - element i < N: 1 when worker i is done (it stops after this call); every worker repeats the
@@ -61,7 +62,7 @@ import numpy as np
 import torch
 
 from host_agents.agg_client import AggregationTimeout
-from host_agents.agg_protocol import MAX_WORKERS, VALUES_PER_PACKET
+from host_agents.agg_protocol import DEFAULT_VALUES_PER_PACKET, MAX_WORKERS, SUPPORTED_VALUES_PER_PACKET
 from host_agents.cli import ConfigError, add_config_args, config_from_args, run_main
 from host_agents.dp_algorithms import (
     PARAM_VERSION_FLAG,
@@ -131,6 +132,12 @@ class WorkerConfig(RunConfig):
     """switch aggregation job id"""
     slots: int = 32
     """the switch job's slot count (outstanding packets per worker)"""
+    values_per_packet: int = DEFAULT_VALUES_PER_PACKET
+    """int32 values per aggregation packet (32, 64 or 256): with --comm switch it must be the
+    width the switch's p4/innet.p4 was compiled with (-DAGG_VALUES_PER_PACKET; this default is
+    the program's; the topology launcher sets both from the file), else the switch drops the
+    packets as malformed and the worker times out; every transport cuts the gradient into chunks
+    of this size"""
     bind: str = "0.0.0.0:40000"
     """local ip:port of the aggregation socket (the port the job's member entry names)"""
     threshold: int = 0
@@ -224,6 +231,16 @@ class WorkerConfig(RunConfig):
                 raise ConfigError(f"--{name} must be one of {', '.join(allowed)}, got {value!r}")
         if not 1 <= self.num_workers <= MAX_WORKERS:
             raise ConfigError(f"--num-workers must be 1..{MAX_WORKERS}, got {self.num_workers}")
+        if self.values_per_packet not in SUPPORTED_VALUES_PER_PACKET:
+            raise ConfigError(
+                f"--values-per-packet must be one of {', '.join(map(str, SUPPORTED_VALUES_PER_PACKET))} "
+                f"(the widths p4/innet.p4 can be compiled with), got {self.values_per_packet}"
+            )
+        if self.num_workers + 2 > self.values_per_packet:
+            raise ConfigError(
+                f"--num-workers {self.num_workers} needs --values-per-packet of at least "
+                f"{self.num_workers + 2} (the control chunk holds a flag per worker and two more)"
+            )
         if not 0 <= self.worker < self.num_workers:
             raise ConfigError(f"--worker must be 0..{self.num_workers - 1}, got {self.worker}")
         if self.comm == "local" and self.num_workers != 1:
@@ -302,6 +319,7 @@ def make_comm(cfg: WorkerConfig) -> GradComm:
                 cfg.fixed_exponent if cfg.asynchronous else None,
                 cfg.agg_timeout_s,
                 cfg.agg_max_tries,
+                cfg.values_per_packet,
             )
         except OSError as e:  # bind to an address this host does not have, ...
             raise ConnectionError(
@@ -397,7 +415,8 @@ class Worker:
             _Replay(cfg.buffer_size, info.obs_shape, info.obs_dtype, self.rng) if cfg.algo == "dqn" else None
         )
         self.num_params = sum(p.numel() for p in self.model.parameters())
-        self.padded = -(-self.num_params // VALUES_PER_PACKET) * VALUES_PER_PACKET
+        self.vpp = cfg.values_per_packet  # chunk size of the allreduced tensor
+        self.padded = -(-self.num_params // self.vpp) * self.vpp
         # counters (restored on --resume)
         self.updates = 0  # optimizer steps = allreduce calls of this worker
         self.resyncs = 0  # async: parameter resynchronisation calls of this worker
@@ -443,7 +462,7 @@ class Worker:
 
     def _control_chunk(self) -> torch.Tensor:
         cfg = self.cfg
-        ctl = torch.zeros(VALUES_PER_PACKET)
+        ctl = torch.zeros(self.vpp)
         if not self.own_done:
             reason = self._want_done()
             if reason or (self.stop_all_seen and cfg.asynchronous):
@@ -476,7 +495,7 @@ class Worker:
         chunks through the optimizer, parameter chunks averaged into the model."""
         cfg = self.cfg
         assert self.comm is not None
-        payload = torch.zeros(self.padded + VALUES_PER_PACKET)
+        payload = torch.zeros(self.padded + self.vpp)
         payload[: self.num_params] = values
         payload[self.padded :] = self._control_chunk()
         version = self.version | PARAM_VERSION_FLAG if params else self.version
@@ -501,7 +520,7 @@ class Worker:
         else:
             grad_chunks, param_chunks = chunk_kinds(info.count, info.version_lo, info.version_hi)
             grad_chunks[-1] = param_chunks[-1] = False  # the control chunk is neither
-            total = self.padded + VALUES_PER_PACKET
+            total = self.padded + self.vpp
             grad = None
             if grad_chunks.any():
                 lo = np.where(grad_chunks, info.version_lo, 0)
@@ -512,7 +531,7 @@ class Worker:
                     hi,
                     self.version,
                     total,
-                    VALUES_PER_PACKET,
+                    self.vpp,
                     cfg.staleness_scaling,
                     self.staleness_ref.value,
                 )
@@ -524,8 +543,8 @@ class Worker:
                 self._stat("agg/contributors_mean", w.contributors_mean)
             if param_chunks.any():
                 per_chunk = np.where(param_chunks, 1.0 / np.maximum(info.count, 1), 0.0)
-                keep = torch.from_numpy(np.repeat(param_chunks, VALUES_PER_PACKET)[:n])
-                factors = torch.from_numpy(np.repeat(per_chunk, VALUES_PER_PACKET)[:n].astype(np.float32))
+                keep = torch.from_numpy(np.repeat(param_chunks, self.vpp)[:n])
+                factors = torch.from_numpy(np.repeat(per_chunk, self.vpp)[:n].astype(np.float32))
                 param_avg = torch.where(keep, summed[:n] * factors / PARAM_SEND_SCALE, torch.nan)
             missing = int((info.count == 0).sum())
             mixed = int(((info.count > 0) & ~grad_chunks & ~param_chunks).sum()) - int(info.count[-1] > 0)
@@ -533,7 +552,7 @@ class Worker:
                 self._stat("agg/missing_chunks", missing)
             if mixed:
                 self._stat("agg/mixed_chunks", mixed)
-            ctl = summed[self.padded :] if info.count[-1] > 0 else torch.zeros(VALUES_PER_PACKET)
+            ctl = summed[self.padded :] if info.count[-1] > 0 else torch.zeros(self.vpp)
         if grad is not None:
             load_flat_gradients(self.model, grad)
             self.optimizer.step()
@@ -542,7 +561,7 @@ class Worker:
             received = ~torch.isnan(param_avg)
             diff = own[received] - param_avg[received]
             self._stat("agg/param_divergence", float(diff.norm() / max(1e-12, float(own[received].norm()))))
-            self._stat("agg/param_chunks_received", int(received.sum()) / VALUES_PER_PACKET)
+            self._stat("agg/param_chunks_received", int(received.sum()) / self.vpp)
             load_flat_params(self.model, torch.where(received, param_avg, own).numpy())
         if params:
             self.resyncs += 1
@@ -941,7 +960,8 @@ class Worker:
             "reached_target": self.reached,
             "params_sha256": self.params_sha256(),
             "num_params": self.num_params,
-            "packets_per_allreduce": (self.padded + VALUES_PER_PACKET) // VALUES_PER_PACKET,
+            "values_per_packet": self.vpp,
+            "packets_per_allreduce": (self.padded + self.vpp) // self.vpp,
             "comm_counters": self.comm.counters(),
         }
         self.logger.write_json("summary.json", summary)

@@ -13,7 +13,13 @@ import pytest
 import torch
 
 from host_agents.agg_client import AggregationClient, AggregationTimeout, AllreduceStats, _Slot
-from host_agents.agg_protocol import FLAG_RETX, HEADER_BYTES, OP_RESULT, VALUES_PER_PACKET, AggHeaderFields
+from host_agents.agg_protocol import (
+    DEFAULT_VALUES_PER_PACKET,
+    FLAG_RETX,
+    HEADER_BYTES,
+    OP_RESULT,
+    AggHeaderFields,
+)
 from host_agents.aggio import AggIOUnavailable
 
 SWITCH = ("127.0.0.1", 9)  # never contacted: every call below is refused first
@@ -33,6 +39,7 @@ def client(**kwargs: object) -> AggregationClient:
         ({"num_slots": 0}, "num_slots must be at least 1"),
         ({"threshold": 3}, "asynchronous job needs fixed_exponent"),
         ({"fixed_exponent": 121}, "fixed_exponent 121 must be -120..120"),
+        ({"values_per_packet": 48}, "48 values per packet: p4/innet.p4 is built for 32, 64, 256"),
     ],
 )
 def test_constructor_refusals(kwargs: dict, message: str) -> None:
@@ -62,7 +69,7 @@ def test_async_slot_rejoins_at_the_round_the_switch_holds() -> None:
     position in the call, not in the next call (whose first round would restart a cell the in-step
     workers are still filling)."""
     with client(threshold=3, fixed_exponent=1, num_slots=4) as c:
-        c._async_size = 10 * VALUES_PER_PACKET  # 10 chunks on 4 slots: 3 rounds per call
+        c._async_size = 10 * DEFAULT_VALUES_PER_PACKET  # 10 chunks on 4 slots: 3 rounds per call
         slot = _Slot(1, rounds=[5, 9], round=1)  # call 1, sent chunk 1 in round 1; chunks 5, 9 to come
         stats = AllreduceStats()
         c._on_stale(slot, 8, 3, stats)  # the switch holds round 8: call 3, second position
@@ -95,6 +102,7 @@ class _ScriptedSwitch(threading.Thread):
         self.seen: dict[tuple[int, int], int] = {}  # (slot, round) -> copies received
         self.added = 0  # contributions summed: the first copy of each (slot, round) that arrives
         self._summed: set[tuple[int, int]] = set()
+        self.lengths: set[int] = set()  # UDP payload lengths received
 
     def run(self) -> None:
         n = 0
@@ -104,6 +112,7 @@ class _ScriptedSwitch(threading.Thread):
             except TimeoutError:
                 continue
             h = AggHeaderFields.unpack(data)
+            self.lengths.add(len(data))
             key = (h.slot, h.round)
             copies = self.seen[key] = self.seen.get(key, 0) + 1
             n += 1
@@ -123,21 +132,25 @@ class _ScriptedSwitch(threading.Thread):
                 self.sock.sendto(reply, addr)
 
 
+@pytest.mark.parametrize("values_per_packet", [DEFAULT_VALUES_PER_PACKET, 256])
 @pytest.mark.parametrize("batched", [True, False])
-def test_loss_duplicates_and_strays_leave_the_exact_result(batched: bool) -> None:
+def test_loss_duplicates_and_strays_leave_the_exact_result(batched: bool, values_per_packet: int) -> None:
     """Over a scripted switch that loses, duplicates and misdirects replies, both paths return
     the input (one worker: the sum is the tensor itself, within the fixed-point bound) and agree
-    to the bit; the batched one retransmits what was lost, once per loss at least."""
+    to the bit; the batched one retransmits what was lost, once per loss at least. At the default
+    width and at 256 values per packet."""
     sw = _ScriptedSwitch()
     sw.start()
     try:
         x = torch.from_numpy(np.random.default_rng(3).standard_normal(5003).astype(np.float32) * 50)
         with AggregationClient(
-            sw.sock.getsockname(), 1, 0, 1, 16, bind=("127.0.0.1", 0), timeout=0.05, batched=batched
+            sw.sock.getsockname(), 1, 0, 1, 16, bind=("127.0.0.1", 0), timeout=0.05, batched=batched,
+            values_per_packet=values_per_packet,
         ) as c:
             assert c.batched is batched
             outs = [c.allreduce(x) for _ in range(3)]
-            chunks = -(-x.numel() // VALUES_PER_PACKET)
+            chunks = -(-x.numel() // values_per_packet)
+            assert sw.lengths == {HEADER_BYTES, HEADER_BYTES + 4 * values_per_packet}
             assert c.last_info is not None and (c.last_info.count == 1).all()
             assert c.totals.retransmissions > 0
             assert c.slots[0].round == 3 * (1 + -(-chunks // 16))  # bootstrap + chunk rounds per call
@@ -180,8 +193,9 @@ def test_no_switch_gives_up_after_timeout_times_tries(batched: bool) -> None:
             batched=batched,
         ) as c:
             t0 = time.monotonic()
-            with pytest.raises(AggregationTimeout, match="no result for slot 0 round 1"):
+            with pytest.raises(AggregationTimeout, match="no result for slot 0 round 1") as e:
                 c.allreduce(torch.ones(100))
+            assert f"check values per packet: this worker sends {DEFAULT_VALUES_PER_PACKET}" in str(e.value)
             assert 0.1 <= time.monotonic() - t0 < 2.0
             assert c.last_stats.packets_sent == 0  # no result: the call's stats are not published
     finally:

@@ -39,10 +39,10 @@ def _compiled_constants(width: int | None) -> dict[str, int]:
 def test_constants_match_the_p4_program() -> None:
     c = _compiled_constants(None) | _p4_defines()
     assert c["AGG_UDP_PORT"] == ap.AGG_UDP_PORT
-    assert c["AGG_VALUES_PER_PACKET"] == ap.VALUES_PER_PACKET
+    assert c["AGG_VALUES_PER_PACKET"] == ap.DEFAULT_VALUES_PER_PACKET == ap.DEFAULT_FORMAT.values_per_packet
     assert c["AGG_HEADER_BYTES"] == ap.HEADER_BYTES
-    assert c["AGG_VALUES_BYTES"] == ap.VALUES_BYTES
-    assert c["AGG_UDP_LEN_FULL"] == ap.UDP_LEN_FULL
+    assert c["AGG_VALUES_BYTES"] == ap.DEFAULT_FORMAT.values_bytes
+    assert c["AGG_UDP_LEN_FULL"] == ap.DEFAULT_FORMAT.udp_len_full
     assert c["AGG_UDP_LEN_HEADER_ONLY"] == ap.UDP_LEN_HEADER_ONLY
     assert c["AGG_POOL_SLOTS"] == ap.POOL_SLOTS
     assert c["AGG_MAX_JOBS"] == ap.MAX_JOBS
@@ -63,9 +63,11 @@ def test_each_width_compiles_to_its_sizes(width: int) -> None:
     """-DAGG_VALUES_PER_PACKET sets every size of the program: the byte and UDP length constants,
     the values header and one register per value."""
     c = _compiled_constants(width)
-    assert c["AGG_VALUES_BYTES"] == 4 * width
-    assert c["AGG_UDP_LEN_HEADER_ONLY"] == 8 + 28
-    assert c["AGG_UDP_LEN_FULL"] == 8 + 28 + 4 * width
+    fmt = ap.AggFormat(width)
+    assert c["AGG_VALUES_BYTES"] == fmt.values_bytes == 4 * width
+    assert c["AGG_UDP_LEN_HEADER_ONLY"] == ap.UDP_LEN_HEADER_ONLY == 8 + 28
+    assert c["AGG_UDP_LEN_FULL"] == fmt.udp_len_full == 8 + 28 + 4 * width
+    assert fmt.frame_bytes == 14 + 20 + c["AGG_UDP_LEN_FULL"]
     prog = compile_file(str(PROGRAM), defines={"AGG_VALUES_PER_PACKET": str(width)})
     values_t = dict(prog.headers_type.fields)["agg_values"]
     assert [n for n, _ in values_t.fields] == [f"v{i:02x}" for i in range(width)]
@@ -77,9 +79,12 @@ def test_each_width_compiles_to_its_sizes(width: int) -> None:
 def test_other_widths_stop_the_compile_with_one_line(width: str) -> None:
     with pytest.raises(P4Error, match=r"types\.p4:\d+:\d+: .*AGG_VALUES_PER_PACKET must be 32, 64 or 256"):
         compile_file(str(PROGRAM), defines={"AGG_VALUES_PER_PACKET": width})
+    with pytest.raises(ValueError, match=f"{width} values per packet"):
+        ap.AggFormat(int(width))
 
 
-def test_struct_and_scapy_encode_the_same_bytes() -> None:
+@pytest.mark.parametrize("width", ap.SUPPORTED_VALUES_PER_PACKET)
+def test_struct_and_scapy_encode_the_same_bytes(width: int) -> None:
     fields = ap.AggHeaderFields(
         op=2,
         flags=1,
@@ -94,7 +99,7 @@ def test_struct_and_scapy_encode_the_same_bytes() -> None:
         version_lo=5,
         version_hi=2**32 - 1,
     )
-    values = np.arange(-16, 16, dtype=np.int64) * 100_000_000
+    values = np.arange(-width // 2, width // 2, dtype=np.int64) * 8_000_000
     wire = fields.pack() + values.astype(ap.VALUES_DTYPE).tobytes()
     layered = bytes(
         AggHeader(**{k: getattr(fields, k) for k in fields.__dataclass_fields__})
@@ -105,6 +110,7 @@ def test_struct_and_scapy_encode_the_same_bytes() -> None:
     pkt = Ether(bytes(Ether() / IP() / UDP(sport=1234, dport=ap.AGG_UDP_PORT) / layered))
     assert pkt[AggHeader].bitmap == 0x80000001
     assert pkt[AggValues].values == [int(v) for v in values]
+    assert pkt[UDP].len == ap.AggFormat(width).udp_len_full
     with pytest.raises(ValueError, match="28 bytes"):
         ap.AggHeaderFields.unpack(wire[:27])
 
@@ -130,14 +136,16 @@ def test_scale_keeps_the_sum_of_n_workers_inside_int32() -> None:
     assert ap.block_exponent(np.array([2.0**126])) == 127 + ap.EXP_BIAS
 
 
-def test_packet_dtype_lays_out_the_header_as_the_struct_does() -> None:
-    rec = np.zeros(2, ap.PACKET_DTYPE)
+@pytest.mark.parametrize("width", ap.SUPPORTED_VALUES_PER_PACKET)
+def test_packet_dtype_lays_out_the_header_as_the_struct_does(width: int) -> None:
+    dtype = ap.AggFormat(width).packet_dtype
+    rec = np.zeros(2, dtype)
     fields = (2, 1, 7, 31, 513, 65535, 140, 0, 300, 0x80000001, 123456, 5, 0xFFFFFFFF)
-    names = [n for n in ap.PACKET_DTYPE.names if n != "values"]
+    names = [n for n in dtype.names if n != "values"]
     for name, value in zip(names, fields, strict=True):
         rec[1][name] = value
-    rec[1]["values"] = np.arange(-16, 16)
-    raw = rec.tobytes()[ap.PACKET_DTYPE.itemsize :]
-    assert ap.PACKET_DTYPE.itemsize == ap.HEADER_BYTES + ap.VALUES_BYTES
+    rec[1]["values"] = np.arange(-width // 2, width // 2)
+    raw = rec.tobytes()[dtype.itemsize :]
+    assert dtype.itemsize == ap.HEADER_BYTES + 4 * width == ap.AggFormat(width).packet_bytes
     assert raw[: ap.HEADER_BYTES] == ap.HEADER_STRUCT.pack(*fields)
-    assert raw[ap.HEADER_BYTES :] == np.arange(-16, 16).astype(ap.VALUES_DTYPE).tobytes()
+    assert raw[ap.HEADER_BYTES :] == np.arange(-width // 2, width // 2).astype(ap.VALUES_DTYPE).tobytes()

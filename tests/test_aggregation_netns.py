@@ -18,14 +18,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from host_agents.agg_protocol import AGG_UDP_PORT, EXP_BIAS, HEADER_STRUCT, OP_DATA, VALUES_PER_PACKET
+from host_agents.agg_protocol import AGG_UDP_PORT, EXP_BIAS, HEADER_STRUCT, OP_DATA
+from host_agents.agg_protocol import DEFAULT_VALUES_PER_PACKET as VALUES_PER_PACKET  # the testbeds' width
 from host_agents.allreduce import input_tensor
 from topologies.netns import create_namespace
 from topologies.testbed import Testbed, star, switch_ip, two_level
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow]
 
-SIZES = [1, 1000, 10003, 40000]  # 10003 and 1 are not multiples of the 32 values per packet
+SIZES = [1, 1000, 10003, 40000]  # 10003 and 1 are not multiples of the values per packet
 
 
 def _netem_works() -> bool:

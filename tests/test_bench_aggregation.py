@@ -9,7 +9,7 @@ import torch
 
 from bench.aggregation import check_async, fixed_exponent_for
 from host_agents.agg_client import ChunkInfo
-from host_agents.agg_protocol import VALUES_PER_PACKET
+from host_agents.agg_protocol import DEFAULT_VALUES_PER_PACKET as VALUES_PER_PACKET
 from host_agents.allreduce import input_tensor
 
 SEED, WORKERS, NUMEL = 3, 3, 5 * VALUES_PER_PACKET + 7  # a partial last chunk

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import torch
 
-from host_agents.agg_protocol import VALUES_PER_PACKET
+from host_agents.agg_protocol import DEFAULT_VALUES_PER_PACKET as VALUES_PER_PACKET
 from host_agents.dp_algorithms import (
     PARAM_VERSION_FLAG,
     StalenessReference,
@@ -441,7 +441,7 @@ def test_local_a2c_and_dqn_train(tmp_path: Path) -> None:
                 "8",
             ],
             1,
-            "no result for slot",
+            "check values per packet",
         ),
         (["--comm", "ps", "--ps", "127.0.0.1:1", "--num-workers", "2"], 1, "unreachable"),
         (["--device", "gpu"], 2, "unknown device 'gpu'"),
@@ -449,6 +449,12 @@ def test_local_a2c_and_dqn_train(tmp_path: Path) -> None:
         (["--comm", "gloo", "--num-workers", "2", "--gloo-init", "h:x"], 2, "--gloo-init: bad address"),
         (["--target-return", "100", "--eval-interval", "0"], 2, "--target-return"),
         (["--target-return", "100", "--eval-episodes", "0"], 2, "--target-return"),
+        (["--values-per-packet", "48"], 2, "--values-per-packet must be one of 32, 64, 256"),
+        (
+            ["--comm", "ps", "--num-workers", "32", "--values-per-packet", "32"],
+            2,
+            "--num-workers 32 needs --values-per-packet of at least 34",
+        ),
     ],
     ids=[
         "unknown-env",
@@ -463,6 +469,8 @@ def test_local_a2c_and_dqn_train(tmp_path: Path) -> None:
         "bad-gloo-port",
         "target-no-eval-interval",
         "target-no-eval-episodes",
+        "bad-width",
+        "width-too-small-for-control",
     ],
 )
 def test_bad_configuration_is_one_line_and_nonzero(
