@@ -1,6 +1,7 @@
 """Learning checks for issue 5 (not tests: they take minutes and their outcome is a figure).
 
-    python -m bench.learning apex [options]   Ape-X, 4 actors + learner, CartPole to return 475
+    python -m bench.learning apex [options]   Ape-X, 4 actors + learner, CartPole to return 475,
+                                              then the single-process DQN baseline
     python -m bench.learning dp [options]     data-parallel PPO: in-switch sync vs gloo, and
                                               in-switch async with vs without staleness scaling
     python -m bench.learning all              both, with their defaults

@@ -1,4 +1,4 @@
-"""Ape-X learning check: does the distributed DQN learn, and how fast?
+"""Ape-X learning check: does the distributed DQN learn, and how fast, against one process?
 
 Starts the C replay server (``dpdk_fallback``: host backend on loopback, or ``--replay-backend
 switch`` with the server and every agent on their own host of a software-switch star topology,
@@ -8,11 +8,18 @@ return of ``--eval-episodes`` greedy episodes) reaches ``--target-return``, the 
 ``--actor-max-steps`` each, or the time budget ends. The other processes are then stopped with
 SIGTERM (they write their summaries).
 
+Then, in the same invocation and with the same seed, target, time budget, network and learner
+hyperparameters, the single-process DQN baseline (``python -m host_agents.dqn``: one process, a
+local replay, no server; ``--dqn-args`` passes more of its flags), so that Ape-X's time to the
+target is compared with what a user would run instead (``apex_over_dqn``: Ape-X's wall-clock to
+the target over the baseline's, when both reach it). ``--runs apex`` or ``--runs dqn`` runs one.
+
 Prints and writes (``bench/results/learning-apex-<timestamp>.json``): whether the target was
 reached, the wall-clock and the environment steps to it (transitions inserted into the replay
 when the reaching evaluation ran, i.e. environment steps of all actors less those still in
 their local buffers), actors' environment steps per second, learner updates per second and the
-communication shares. Logs of every process: ``<log-dir>/<run-name>/``.
+communication shares, and under ``dqn`` the baseline's figures. Logs of every process:
+``<log-dir>/<run-name>/``.
 
 Defaults are the CartPole-v1 settings this check was tuned with; for the short Breakout run:
 ``python -m bench.learning_apex --env ALE/Breakout-v5 --num-actors 2 --actor-max-steps 10000
@@ -95,8 +102,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--actor-steps-per-s", type=float, default=None,
         help="rate limit per actor, to leave CPU to the learner (default: 250 CartPole, 0 = none for Atari)",
     )  # fmt: skip
+    p.add_argument(
+        "--runs", default="apex,dqn",
+        help="apex (the distributed run), dqn (the single-process baseline) or both (default: %(default)s)",
+    )  # fmt: skip
     p.add_argument("--learner-args", default="", help="more learner flags, one shell-quoted string")
     p.add_argument("--actor-args", default="", help="more actor flags, one shell-quoted string")
+    p.add_argument(
+        "--dqn-args", default="",
+        help="more flags of the single-process DQN (python -m host_agents.dqn --help), shell-quoted",
+    )  # fmt: skip
     p.add_argument("--log-dir", default=str(ROOT / "runs"), help="(default: %(default)s)")
     p.add_argument("--run-name", default=None, help="(default: learning-apex-<env>-<timestamp>)")
     p.add_argument(
@@ -231,12 +246,41 @@ def read_json(path: Path) -> dict | None:
         return None
 
 
-def run(args: argparse.Namespace) -> dict:
-    _defaults(args)
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    run_name = args.run_name or f"learning-apex-{args.env.replace('/', '_')}-{stamp}"
-    run_dir = Path(args.log_dir) / run_name
-    run_dir.mkdir(parents=True, exist_ok=True)
+RUNS = ("apex", "dqn")
+# the baseline's settings the result records (from its summary.json's config)
+DQN_SETTINGS = (
+    "train_frequency", "prioritized", "alpha", "beta", "epsilon_start", "epsilon_end", "epsilon_decay_steps",
+    "torch_threads", "batch_size", "lr", "n_step", "target_update_interval", "replay_max_size",
+)  # fmt: skip
+
+
+def parse_runs(text: str) -> list[str]:
+    """``--runs``: a comma-separated subset of RUNS, in RUNS order (ValueError naming a bad one)."""
+    names = [r.strip() for r in text.split(",") if r.strip()]
+    bad = [r for r in names if r not in RUNS]
+    if bad or not names:
+        raise ValueError(f"--runs: unknown {', '.join(bad) or '(empty)'}; choose from {', '.join(RUNS)}")
+    return [r for r in RUNS if r in names]
+
+
+def build_dqn_argv(args: argparse.Namespace, run_name: str) -> list[str]:
+    """The single-process baseline's command line: the learner's network and hyperparameters, the
+    same seed, target and time budget (its --max-steps counts environment steps: no limit)."""
+    return [
+        sys.executable, "-m", "host_agents.dqn", *common_flags(args, run_name),
+        "--max-steps", str(10**9),
+        "--batch-size", str(args.batch_size), "--lr", str(args.lr),
+        "--target-update-interval", str(args.target_update_interval),
+        "--learning-starts", str(args.learning_starts),
+        "--replay-max-size", str(args.replay_max_size),
+        "--eval-interval", str(args.eval_interval), "--eval-episodes", str(args.eval_episodes),
+        *(["--target-return", str(args.target_return)] if args.target_return is not None else []),
+        *shlex.split(args.dqn_args),
+    ]  # fmt: skip
+
+
+def run_apex(args: argparse.Namespace, run_name: str, run_dir: Path) -> dict:
+    """The distributed run: server, learner, actors; its figures (the result's top-level keys)."""
     with contextlib.ExitStack() as stack:
         launcher = Launcher(args, run_dir, stack)
         progress(f"replay server up ({args.replay_backend} backend, {launcher.server_ip}:{launcher.port})")
@@ -282,12 +326,7 @@ def run(args: argparse.Namespace) -> dict:
     learner_sum = read_json(run_dir / "learner" / "summary.json") or {}
     actor_sums = [read_json(run_dir / f"actor{i}" / "summary.json") or {} for i in range(args.num_actors)]
     reached = learner_sum.get("reached_at")
-    result = {
-        "bench": "learning_apex",
-        "env": args.env,
-        "replay_backend": args.replay_backend,
-        "num_actors": args.num_actors,
-        "target_return": args.target_return,
+    return {
         "reached_target": bool(learner_sum.get("reached_target")),
         "wall_s_to_target": reached["wall_time_s"] if reached else None,
         "env_steps_to_target": reached["replay_inserts"] if reached else None,
@@ -305,9 +344,81 @@ def run(args: argparse.Namespace) -> dict:
         "replay_table": server_info,
         "switch_counters": switch_counters,
         "exit_codes": rcs,
-        "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
-        "run_dir": str(run_dir),
     }
+
+
+def run_dqn_baseline(args: argparse.Namespace, run_name: str, run_dir: Path) -> dict:
+    """The single-process DQN with the same settings; its figures (the result's ``dqn``)."""
+    argv = build_dqn_argv(args, run_name)
+    progress(f"single-process DQN baseline started; log {run_dir / 'dqn.log'}")
+    t0 = time.monotonic()
+    with open(run_dir / "dqn.log", "w") as out:
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        proc = subprocess.Popen(
+            argv, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT, env=env, text=True, start_new_session=True
+        )
+        try:
+            deadline = t0 + args.time_budget_s + 120  # it stops itself; this is a backstop
+            last_report = t0
+            while proc.poll() is None and time.monotonic() < deadline:
+                if time.monotonic() - last_report >= 30:
+                    last_report = time.monotonic()
+                    lines = (run_dir / "dqn.log").read_text().strip().splitlines()
+                    progress(lines[-1][:300] if lines else "dqn: no output yet")
+                time.sleep(0.5)
+        finally:
+            stop_all([proc])
+    wall = time.monotonic() - t0
+    s = read_json(run_dir / "dqn" / "summary.json") or {}
+    reached = s.get("reached_at")
+    cfg = s.get("config") or {}
+    return {
+        "reached_target": bool(s.get("reached_target")),
+        "wall_s_to_target": reached["wall_time_s"] if reached else None,
+        "env_steps_to_target": reached["env_steps"] if reached else None,
+        "updates_to_target": reached["updates"] if reached else None,
+        "final_eval_return_mean": s.get("eval_return_mean"),
+        "evaluations": s.get("evaluations"),
+        "wall_s": wall,
+        "env_steps_total": s.get("env_steps"),
+        "env_steps_per_s": s.get("env_steps_per_s"),
+        "updates": s.get("updates"),
+        "updates_per_s": s.get("updates_per_s"),
+        "phase_totals_s": s.get("phase_totals_s"),
+        "stopped_by": s.get("stopped_by"),
+        "settings": {k: cfg.get(k) for k in DQN_SETTINGS},
+        "exit_code": proc.returncode,
+        "argv": argv[1:],
+    }
+
+
+def run(args: argparse.Namespace) -> dict:
+    _defaults(args)
+    runs = parse_runs(args.runs)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    run_name = args.run_name or f"learning-apex-{args.env.replace('/', '_')}-{stamp}"
+    run_dir = Path(args.log_dir) / run_name
+    run_dir.mkdir(parents=True, exist_ok=True)
+    result: dict[str, Any] = {
+        "bench": "learning_apex",
+        "env": args.env,
+        "replay_backend": args.replay_backend,
+        "num_actors": args.num_actors,
+        "target_return": args.target_return,
+        "runs": runs,
+        "reached_target": None,
+        "exit_codes": {},
+    }
+    if "apex" in runs:
+        result.update(run_apex(args, run_name, run_dir))
+    if "dqn" in runs:
+        dqn = run_dqn_baseline(args, run_name, run_dir)
+        result["dqn"] = dqn
+        result["exit_codes"] = {**result["exit_codes"], "dqn": dqn["exit_code"]}
+        apex_t, dqn_t = result.get("wall_s_to_target"), dqn["wall_s_to_target"]
+        result["apex_over_dqn"] = apex_t / dqn_t if apex_t and dqn_t else None
+    result["settings"] = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
+    result["run_dir"] = str(run_dir)
     out = args.out or RESULTS / f"learning-apex-{stamp}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1) + "\n")
@@ -316,22 +427,35 @@ def run(args: argparse.Namespace) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        parse_runs(args.runs)
+    except ValueError as e:
+        parser.error(str(e))
     result = run(args)
     keys = (
         "env", "replay_backend", "num_actors", "reached_target", "wall_s_to_target", "env_steps_to_target",
         "updates_to_target", "final_eval_return_mean", "wall_s", "env_steps_total", "actor_env_steps_per_s",
-        "learner_updates", "learner_updates_per_s", "learner_communication_share", "exit_codes",
-        "result_file",
+        "learner_updates", "learner_updates_per_s", "learner_communication_share", "apex_over_dqn",
+        "exit_codes", "result_file",
     )  # fmt: skip
-    print(json.dumps({k: result[k] for k in keys}, indent=1))
+    shown = {k: result[k] for k in keys if k in result}
+    if "dqn" in result:
+        dqn_keys = ("reached_target", "wall_s_to_target", "env_steps_to_target", "updates_to_target",
+                    "final_eval_return_mean", "wall_s", "env_steps_per_s", "updates_per_s")  # fmt: skip
+        shown["dqn"] = {k: result["dqn"][k] for k in dqn_keys}
+    print(json.dumps(shown, indent=1))
     failed = [name for name, rc in result["exit_codes"].items() if rc not in (0, -signal.SIGTERM)]
     if failed:
         print(f"bench.learning_apex: processes failed: {', '.join(failed)}", file=sys.stderr)
         return 1
-    if result["target_return"] is not None and not result["reached_target"]:
-        target = result["target_return"]
-        print(f"bench.learning_apex: the target return {target} was not reached", file=sys.stderr)
+    target = result["target_return"]
+    missed = [name for name, r in (("Ape-X", result), ("the DQN baseline", result.get("dqn")))
+              if r is not None and r.get("reached_target") is False]  # fmt: skip
+    if target is not None and missed:
+        print(f"bench.learning_apex: the target return {target} was not reached by {' and '.join(missed)}",
+              file=sys.stderr)  # fmt: skip
         return 3
     return 0
 
