@@ -283,9 +283,11 @@ def test_bad_worker_cannot_corrupt_another_job(tmp_path: Path) -> None:
                 frames.append(
                     HEADER_STRUCT.pack(OP_DATA, 0, 2, 0, slot, rnd, EXP_BIAS, 0, 1, 0, 0, 0, 0) + vals[:-4]
                 )
+        frames_file = tmp_path / "rogue_frames.json"  # too big for a command-line argument
+        frames_file.write_text(json.dumps([f.hex() for f in frames]))
         code = (
-            "import socket,sys,time\n"
-            f"frames={frames!r}\n"
+            "import json,socket,sys,time\n"
+            f"frames=[bytes.fromhex(h) for h in json.load(open({str(frames_file)!r}))]\n"
             "s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM)\n"
             f"s.bind(('{rogue.ip}',40000))\n"
             "for _ in range(3):\n"

@@ -24,12 +24,13 @@ const bit<32> PKT_INSTANCE_TYPE_REPLICATION = 5;
 const bit<16> AGG_UDP_PORT = 47000;
 
 // Values per packet: the one number that sets the packet size, a compile-time constant.
-// 32 by default; software targets may compile with
-// -DAGG_VALUES_PER_PACKET=256, where a bigger frame costs the switch little more than a small
-// one. headers.p4's AGG_VALUE_LIST and every size below follow it; the hosts must use the same
-// width (docs/protocol.md: a packet of another length is rejected as malformed).
+// 64 by default (SwitchML's width, which a Tofino pipeline can take: docs/deploy.md); software
+// targets may compile with -DAGG_VALUES_PER_PACKET=256, where a bigger frame costs the switch
+// little more than a small one (32 is allowed too). headers.p4's AGG_VALUE_LIST and every size
+// below follow it; the hosts must use the same width (docs/protocol.md: a packet of another
+// length is rejected as malformed).
 #ifndef AGG_VALUES_PER_PACKET
-#define AGG_VALUES_PER_PACKET 32
+#define AGG_VALUES_PER_PACKET 64
 #endif
 #if AGG_VALUES_PER_PACKET != 32 && AGG_VALUES_PER_PACKET != 64 && AGG_VALUES_PER_PACKET != 256
 #error AGG_VALUES_PER_PACKET must be 32, 64 or 256 (the widths headers.p4's AGG_VALUE_LIST has)
@@ -37,7 +38,7 @@ const bit<16> AGG_UDP_PORT = 47000;
 const bit<16> AGG_HEADER_BYTES = 28;
 const bit<16> AGG_VALUES_BYTES = 4 * AGG_VALUES_PER_PACKET;                 // int32 values
 const bit<16> AGG_UDP_LEN_HEADER_ONLY = 8 + AGG_HEADER_BYTES;               // 36
-const bit<16> AGG_UDP_LEN_FULL = 8 + AGG_HEADER_BYTES + AGG_VALUES_BYTES;   // 164 at 32 values
+const bit<16> AGG_UDP_LEN_FULL = 8 + AGG_HEADER_BYTES + AGG_VALUES_BYTES;   // 292 at 64 values
 
 // op codes
 const bit<8> AGG_OP_DATA   = 1;   // host (or child switch) -> switch: a contribution

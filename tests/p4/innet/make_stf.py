@@ -45,6 +45,7 @@ from scapy.layers.l2 import ARP, Ether  # noqa: E402
 from scapy.packet import Raw  # noqa: E402
 
 from host_agents.agg_layers import AggHeader, AggValues  # noqa: E402
+from host_agents.agg_protocol import DEFAULT_VALUES_PER_PACKET, SUPPORTED_VALUES_PER_PACKET  # noqa: E402
 
 AGG_PORT = 47000
 OP_DATA, OP_RESULT, OP_STALE = 1, 2, 3
@@ -53,8 +54,8 @@ MALFORMED, UNKNOWN_JOB, NOT_MEMBER, BAD_SLOT, BAD_OP = range(5)
 REASON_NAMES = ("malformed", "unknown job", "not a member", "slot out of range", "bad op")
 # The width of the files being written (set_width): values per packet, the full packet's UDP
 # length and the registers of one cell. DEFAULT_WIDTH is p4/include/types.p4's default.
-DEFAULT_WIDTH = 32
-OTHER_WIDTHS = (64, 256)
+DEFAULT_WIDTH = DEFAULT_VALUES_PER_PACKET
+OTHER_WIDTHS = tuple(w for w in SUPPORTED_VALUES_PER_PACKET if w != DEFAULT_WIDTH)
 N = DEFAULT_WIDTH
 UDP_LEN_HEADER = 36
 UDP_LEN_FULL = 8 + 28 + 4 * N
