@@ -10,8 +10,10 @@ PNG plots next to it, one section per seed figure:
   (e) scale-model predictions                                             <- bench.scale_model
   (f) CPU/GPU ratio advisor: rates, utilization, recommended actors       <- bench.ratio
 
-plus the software switch's packets/s and the learning checks when present, and a "Headline
-ratios" table up front: one line per figure with its ratio and what limits it. Every figure states
+plus the software switch's packets/s and the learning checks (make run, Ape-X against the
+single-process DQN, data-parallel PPO) when present, and a "Headline ratios" table up front: one
+line per figure with its ratio, issue 15's target where it has one (TARGETS) and whether this run
+met it, and what limits it. Every figure states
 its machine, its configuration and its ratio to the baseline measured in the same run; a figure
 whose data is missing says "not measured in this run" (with the driver's reason when
 run_all.json has one). Files are recognised by their "benchmark"/"bench" key, not their name;
@@ -37,6 +39,27 @@ LEARNER_PHASES = ("computation", "sample", "set_params", "update_priorities")
 REPLAY_OPS = ("push", "sample", "update")
 AGG_METHODS = ("switch", "switch-fixed", "switch-async", "ps", "gloo")
 SCALE_METHODS = ("switch_sync", "switch_async", "ps", "ring")
+
+# Issue 15's targets, shown in the headline table's "target" and "met?" columns: key -> (the
+# headline row's figure, the target). A target whose figure this run did not measure still gets a
+# row ("not measured in this run"), so that every target is visible.
+TARGETS = {
+    "agg_gloo": ("(d) allreduce time, switch / gloo", "< 1.0 at 4 and 8 workers x 100 KB and 1 MB"),
+    "agg_ps": ("(d) allreduce time, switch / ps", "< 0.7 at 4 and 8 workers x 100 KB and 1 MB"),
+    "learning_dp": ("learning: wall-clock to target, sync-switch / sync-gloo", "< 1.0"),
+    "sample_same_server": (
+        "(c) sample latency, in-network sampling vs the same server",
+        ">= 1.3x (host-sockets / switch)",
+    ),
+    "make_run_time": ("make run: time to 475", "<= 60 s"),
+    "make_run_comm": ("make run: learner communication share", "<= 30%"),
+    "apex_dqn": ("Ape-X (4 actors) time to 475 / single-process DQN", "< 1.0"),
+}
+# what limits Ape-X against the single-process DQN on the machine this was measured on
+APEX_DQN_LIMIT = "(see bench/README.md)"
+# the allreduce points of the (d) targets: (workers, size KB)
+AGG_TARGET_POINTS = ((4, 100), (4, 1000), (8, 100), (8, 1000))
+AGG_BOUNDS = {"agg_gloo": 1.0, "agg_ps": 0.7}
 
 
 # ---------------------------------------------------------------- loading
@@ -109,6 +132,14 @@ def div(a: float | None, b: float | None) -> float | None:
     return a / b
 
 
+def met_mark(value: float | None, op: str, bound: float) -> str:
+    """Whether ``value op bound`` (op "<", "<=" or ">="): "yes" or "no"; "-" without a value."""
+    if value is None:
+        return "-"
+    ok = {"<": value < bound, "<=": value <= bound, ">=": value >= bound}[op]
+    return "yes" if ok else "no"
+
+
 def md_table(header: list[str], rows: list[list[str]]) -> list[str]:
     out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     out += ["| " + " | ".join(r) + " |" for r in rows]
@@ -134,10 +165,18 @@ class Report:
         self.machine_fallback = f"{rm} (from run_all.json)" if rm else proc_machine()
         self.lines: list[str] = []
         self.pngs: list[Path] = []
-        self.headlines: list[list[str]] = []  # [figure, ratio, what limits it]
+        self.headlines: list[list[str]] = []  # [figure, ratio, target, met?, what limits it]
+        self.targets_shown: set[str] = set()
 
-    def headline(self, figure: str, ratio: str, limit: str) -> None:
-        self.headlines.append([figure, ratio, limit])
+    def headline(
+        self, figure: str, ratio: str, limit: str, target: str | None = None, met: str = "-"
+    ) -> None:
+        """One row of the headline table; ``target`` is a key of TARGETS (None: no target, "-")."""
+        text = "-"
+        if target is not None:
+            text = TARGETS[target][1]
+            self.targets_shown.add(target)
+        self.headlines.append([figure, ratio, text, met, limit])
 
     # ---- helpers
 
@@ -549,11 +588,14 @@ class Report:
         ):
             a, b = by.get((num, top)), by.get((den, top))
             if a and b:
+                r = div(a[op]["median_ms"], b[op]["median_ms"])
+                key = "sample_same_server" if (op, num, den) == ("sample", "host-sockets", "switch") else None
                 self.headline(
                     f"(c) {what}",
-                    f"{fmt_ratio(div(a[op]['median_ms'], b[op]['median_ms']))} "
-                    f"({num} / {den} median, {top} actors; > 1: {den} faster)",
+                    f"{fmt_ratio(r)} ({num} / {den} median, {top} actors; > 1: {den} faster)",
                     why,
+                    key,
+                    met_mark(r, ">=", 1.3) if key else "-",
                 )
         skipped = [r for r in d.get("results", []) if r.get("error") or r.get("skipped")]
         for r in skipped:
@@ -647,6 +689,23 @@ class Report:
             common = [(w, sz) for sz in sizes for w in workers if (num, w, sz) in by and (den, w, sz) in by]
             if not common:
                 continue
+            key = {"gloo": "agg_gloo", "ps": "agg_ps"}.get(den) if num == "switch" else None
+            at_target = [p for p in AGG_TARGET_POINTS if p in common] if key else []
+            if key and at_target:  # issue 15's points: every one measured, each against the bound
+                bound = AGG_BOUNDS[key]
+                ratios = [div(by[(num, w, sz)], by[(den, w, sz)]) for w, sz in at_target]
+                text = ", ".join(
+                    f"{fmt_ratio(r)} at {w} x {sz} KB" for (w, sz), r in zip(at_target, ratios, strict=True)
+                )
+                if any(r is None or r >= bound for r in ratios):
+                    met = "no"
+                elif len(at_target) < len(AGG_TARGET_POINTS):
+                    met = f"? ({len(at_target)} of {len(AGG_TARGET_POINTS)} points measured)"
+                else:
+                    met = "yes"
+                self.headline(f"(d) allreduce time, {num} / {den}", f"{text} (< 1: {num} faster)", pps_limit,
+                              key, met)  # fmt: skip
+                continue
             w, sz = max(common, key=lambda x: (x[1], x[0]))  # the largest point both measured
             extra = f", {k_text(w, sz)}" if num == "switch-async" else ""
             self.headline(
@@ -654,6 +713,8 @@ class Report:
                 f"{fmt_ratio(div(by[(num, w, sz)], by[(den, w, sz)]))} ({w} workers, {sz} KB{extra}; "
                 f"< 1: {num} faster)",
                 async_limit if num == "switch-async" else pps_limit,
+                key,
+                "- (its points, 4 and 8 workers x 100 KB and 1 MB, not measured)" if key else "-",
             )
         na = sorted({r["workers"] for r in all_res if r.get("not_applicable")})
         if na:
@@ -922,19 +983,17 @@ class Report:
                           "the sender's core (one core for four workers) and the kernel's send path")
 
     def section_learning(self) -> None:
-        got = [(k, self.data[k]) for k in ("learning_apex", "learning_dp") if k in self.data]
+        got = [(k, self.data[k]) for k in ("make_run", "learning_apex", "learning_dp") if k in self.data]
         title = "Learning checks"
         if not got:
-            self.missing(title, ["learning-apex", "learning-dp"])
+            self.missing(title, ["make-run", "learning-apex", "learning-dp"])
             return
         self.lines += [f"## {title}", ""]
         for k, d in got:
-            if k == "learning_apex":
-                self.lines.append(
-                    f"- Ape-X (`{d['_file']}`): {d.get('num_actors')} actors, {d.get('env')}, target "
-                    f"{d.get('target_return')}: reached={d.get('reached_target')}, "
-                    f"wall to target {d.get('wall_s_to_target')} s, env steps {d.get('env_steps_to_target')}"
-                )
+            if k == "make_run":
+                self.make_run(d)
+            elif k == "learning_apex":
+                self.learning_apex(d)
             else:
                 for r in d.get("results", []):
                     keys = ("run", "seed", "reached", "wall_s_to_target", "env_steps_to_target", "error")
@@ -943,12 +1002,97 @@ class Report:
                 res = [r for r in d.get("results", []) if r.get("reached")]
                 walls = {r.get("run"): r.get("wall_s_to_target") for r in res}
                 if walls.get("sync-switch") and walls.get("sync-gloo"):
+                    r = div(walls["sync-switch"], walls["sync-gloo"])
                     self.headline(
                         "learning: wall-clock to target, sync-switch / sync-gloo",
-                        fmt_ratio(div(walls["sync-switch"], walls["sync-gloo"])),
+                        fmt_ratio(r),
                         "the in-switch allreduce time (same updates to target when both reach it)",
+                        "learning_dp",
+                        met_mark(r, "<", 1.0),
                     )
         self.lines.append("")
+
+    def make_run(self, d: dict) -> None:
+        """`make run`'s line and its two headline rows (time to the target, learner communication)."""
+        t, share = d.get("time_to_target_s"), d.get("learner_communication_share")
+        budget = (d.get("summary") or {}).get("time_budget_s")
+        actor_share = _pct(d.get("actor_communication_share"))
+        self.lines.append(
+            f"- make run (`{d['_file']}`, {d.get('file')}): reached={d.get('reached_target')}, time to "
+            f"target {_num(t)} s, env steps {d.get('env_steps_to_target')}, updates "
+            f"{d.get('updates_to_target')}; learner {_num(d.get('learner_updates_per_s'))} updates/s, "
+            f"communication {_pct(share)}; actors {_num(d.get('env_steps_per_s'))} env steps/s, "
+            f"communication {actor_share}; best evaluation {d.get('best_eval_return')}; exit code "
+            f"{d.get('exit_code')}"
+        )
+        updates = (
+            f"the learner's {_num(d.get('learner_updates_per_s'))} updates/s to {d.get('updates_to_target')} "
+            "updates, with the switch, the replay server and four actors on the same CPUs"
+        )
+        if t is not None:
+            met = met_mark(t, "<=", 60)
+            self.headline("make run: time to 475", f"{t:.0f} s", updates, "make_run_time", met)
+        else:
+            why = f"not reached (best evaluation {d.get('best_eval_return')}"
+            why += f", budget {budget:g} s)" if isinstance(budget, (int, float)) else ")"
+            self.headline("make run: time to 475", why, updates, "make_run_time", "no")
+        self.headline(
+            "make run: learner communication share",
+            _pct(share),
+            "the learner's waits for sample, update_priorities and set_params round trips through the switch",
+            "make_run_comm",
+            met_mark(share, "<=", 0.30),
+        )
+
+    def learning_apex(self, d: dict) -> None:
+        """Ape-X's and the single-process DQN's lines, and the headline Ape-X / DQN."""
+        n, target = d.get("num_actors"), d.get("target_return")
+        if d.get("reached_target") is not None:  # None: Ape-X not run (--runs dqn)
+            self.lines.append(
+                f"- Ape-X (`{d['_file']}`): {n} actors, {d.get('env')}, target {target}: "
+                f"reached={d.get('reached_target')}, wall to target {_num(d.get('wall_s_to_target'))} s, "
+                f"env steps {d.get('env_steps_to_target')}, updates {d.get('updates_to_target')}; learner "
+                f"{_num(d.get('learner_updates_per_s'))} updates/s, communication "
+                f"{_pct(d.get('learner_communication_share'))}; learner time: "
+                f"{_shares(d.get('learner_phase_totals_s'))}"
+            )
+        q = d.get("dqn")
+        if not q:
+            return
+        st = q.get("settings") or {}
+        replay = "prioritized" if st.get("prioritized") else "uniform"
+        eps = f"{st.get('epsilon_start')} -> {st.get('epsilon_end')}"
+        eps += f" over {st.get('epsilon_decay_steps')} steps"
+        self.lines.append(
+            f"- single-process DQN (`{d['_file']}`, same seed, target, time budget, network and learner "
+            f"hyperparameters; one update every {st.get('train_frequency')} env steps, {replay} replay, "
+            f"epsilon {eps}): reached={q.get('reached_target')}, wall to target "
+            f"{_num(q.get('wall_s_to_target'))} s, env steps {q.get('env_steps_to_target')}, updates "
+            f"{q.get('updates_to_target')}; {_num(q.get('updates_per_s'))} updates/s, "
+            f"{_num(q.get('env_steps_per_s'))} env steps/s; time: {_shares(q.get('phase_totals_s'))}"
+        )
+        figure = TARGETS["apex_dqn"][0]
+        if n and target:
+            figure = f"Ape-X ({n} actors) time to {target:g} / single-process DQN"
+        a_t, q_t = d.get("wall_s_to_target"), q.get("wall_s_to_target")
+        budget = (d.get("settings") or {}).get("time_budget_s")
+        if a_t and q_t:
+            r = a_t / q_t
+            ratio = f"{fmt_ratio(r)} ({a_t:.0f} s vs {q_t:.0f} s; < 1: Ape-X faster)"
+            met = met_mark(r, "<", 1.0)
+        elif a_t and budget:  # the baseline missed the target within the budget
+            ratio, met = f"< {fmt_ratio(a_t / budget)} (DQN missed the target in {budget:g} s)", "yes"
+        elif q_t and budget and d.get("reached_target") is False:
+            ratio, met = f"> {fmt_ratio(budget / q_t)} (Ape-X missed the target in {budget:g} s)", "no"
+        else:
+            ratio, met = "n/a (neither reached the target)", "-"
+        share = _pct(d.get("learner_communication_share"))
+        limit = (
+            f"updates/s: Ape-X's learner {_num(d.get('learner_updates_per_s'))} (communicating {share} of "
+            f"its time), the single process {_num(q.get('updates_per_s'))}; updates to the target "
+            f"{d.get('updates_to_target')} vs {q.get('updates_to_target')}. {APEX_DQN_LIMIT}"
+        )
+        self.headline(figure, ratio, limit, "apex_dqn", met)
 
     def section_status(self) -> None:
         b = self.run_all.get("benchmarks")
@@ -993,11 +1137,14 @@ class Report:
         self.section_pps()
         self.section_learning()
         self.section_status()
+        for key, (figure, _) in TARGETS.items():  # every target has a row, measured or not
+            if key not in self.targets_shown:
+                self.headline(figure, NOT_MEASURED, "-", key)
         head = ["## Headline ratios", ""]
-        if self.headlines:
-            head += md_table(["figure", "ratio (this run)", "what limits it"], self.headlines)
-        else:
-            head.append(f"**{NOT_MEASURED}.**")
+        head += md_table(["figure", "ratio (this run)", "target (issue 15)", "met?", "what limits it"],
+                         self.headlines)  # fmt: skip
+        head += ["", "A target's \"met?\" is this run's figure against it; \"-\": the figure has no target "
+                 "or was not measured."]  # fmt: skip
         return "\n".join(intro + head + [""] + self.lines) + "\n"
 
     def native_switch(self) -> bool:
@@ -1040,6 +1187,22 @@ def agg_problem_lines(bad: list[dict], errs: list[dict]) -> list[str]:
     ]
     lines += [f"- {r['method']}, {r['workers']} workers, {r['size_kb']} KB: {r['error']}" for r in errs]
     return lines + [""] if lines else []
+
+
+def _num(x: object) -> str:
+    return f"{x:.0f}" if isinstance(x, (int, float)) else "n/a"
+
+
+def _pct(x: object) -> str:
+    return f"{x:.0%}" if isinstance(x, (int, float)) else "n/a"
+
+
+def _shares(totals: object) -> str:
+    """Phase totals (s) as shares of their sum, largest first."""
+    if not isinstance(totals, dict) or not totals:
+        return "n/a"
+    whole = sum(totals.values()) or 1.0
+    return ", ".join(f"{k} {v / whole:.0%}" for k, v in sorted(totals.items(), key=lambda kv: -kv[1]))
 
 
 def _gpu_text(g: object) -> str:

@@ -57,6 +57,9 @@ BENCHES = [
     Bench("replay", "bench.replay", "replay.json", quick=["--quick"], root=True,
           timeout_full=1200, timeout_quick=300),
     Bench("ratio", "bench.ratio", "ratio.json", quick=["--quick"], timeout_full=900, timeout_quick=300),
+    # the main job (make run: Ape-X over the star topology, priorities in the switch)
+    Bench("make-run", "bench.make_run", "make-run.json", quick=["--time-budget-s", "180"], root=True,
+          timeout_full=900, timeout_quick=400, result_codes=TARGET_MISSED),
     # Ape-X, then the single-process DQN baseline with the same budget: two runs back to back
     Bench("learning-apex", "bench.learning_apex", "learning-apex.json",
           quick=["--time-budget-s", "180"], timeout_full=2100, timeout_quick=480, result_codes=TARGET_MISSED),
@@ -65,7 +68,7 @@ BENCHES = [
           timeout_full=2000, timeout_quick=400, result_codes=TARGET_MISSED),
     Bench("scale_model", "bench.scale_model", "scale-model.json", timeout_full=120, timeout_quick=120),
 ]  # fmt: skip
-GROUPS = {"learning": ["learning-apex", "learning-dp"]}
+GROUPS = {"learning": ["make-run", "learning-apex", "learning-dp"]}
 
 
 def expand(names: str) -> set[str]:

@@ -25,7 +25,7 @@ def test_full_fixture_report(tmp_path: Path) -> None:
     text = _report(FIXTURES, tmp_path)
     for s in SECTIONS:
         assert f"## {s}" in text
-    assert NOT_MEASURED not in text.split("## Learning checks")[0]
+    assert NOT_MEASURED not in text[text.index("## (a)") :]
     # (a) learner communication 20% at 1 actor, 40% at 2 -> 2.00x; actor comm. 20% / mean(30%, 50%) = 40%
     assert "| 1 | 80% | - | - | 20% | 80% | 10% | 5% | 5% | 20% | 20% | 1.00x |" in text
     assert "| 2 | 60% | - | - | 40% | 60% | 20% | 10% | 10% | 40% | 40% | 2.00x |" in text
@@ -56,7 +56,9 @@ def test_full_fixture_report(tmp_path: Path) -> None:
     assert "worker N-1 sleeps 200 ms before each call" in text
     # headline table: one line per figure, its ratio from this run and what limits it
     head = text.split("## Headline ratios")[1].split("\n## ")[0]
-    assert "| (b) actor push rate vs ideal | 0.60x per actor (2 actors) | CPU contention" in head
+    assert "| figure | ratio (this run) | target (issue 15) | met? | what limits it |" in head
+    # a figure without a target: "-" in both columns
+    assert "| (b) actor push rate vs ideal | 0.60x per actor (2 actors) | - | - | CPU contention" in head
     assert "| (d) allreduce time, switch / gloo | 5.00x (2 workers, 100 KB" in head
     assert "| (d) allreduce time, switch-async / switch-fixed | 1.20x (2 workers, 100 KB, k=1/2" in head
     assert (
@@ -71,6 +73,31 @@ def test_full_fixture_report(tmp_path: Path) -> None:
     assert "| (f) recommended actors per learner | 1 (x1 threads)" in head
     assert "against published 3.66x / 3.71x" in head
     assert "| (d2) allreduce with a 200 ms straggler, switch-async / switch-fixed | 0.60x (4 workers" in head
+    # issue 15's targets: (c) host-sockets / switch 2.00x against >= 1.3x; (d) measured at 2 workers
+    # only, not at the target's points; Ape-X 60 s / DQN 48 s = 1.25x against < 1.0
+    same_server = "(host-sockets / switch median, 1 actors; > 1: switch faster)"
+    assert f"{same_server} | >= 1.3x (host-sockets / switch) | yes |" in head
+    assert ("| (d) allreduce time, switch / gloo | 5.00x (2 workers, 100 KB; < 1: switch faster) | "
+            "< 1.0 at 4 and 8 workers x 100 KB and 1 MB | - (its points, 4 and 8 workers x 100 KB and 1 MB, "
+            "not measured) |") in head  # fmt: skip
+    assert "| (d) allreduce time, switch / ps | 3.00x (2 workers, 100 KB; < 1: switch faster) | < 0.7" in head
+    assert ("| Ape-X (4 actors) time to 475 / single-process DQN | 1.25x (60 s vs 48 s; < 1: Ape-X faster) | "
+            "< 1.0 | no | updates/s: Ape-X's learner 200 (communicating 25% of its time), the single process "
+            "250; updates to the target 11000 vs 12500.") in head  # fmt: skip
+    # targets whose figure this run has no data for still have their row
+    for figure, target in (("learning: wall-clock to target, sync-switch / sync-gloo", "< 1.0"),
+                           ("make run: time to 475", "<= 60 s"),
+                           ("make run: learner communication share", "<= 30%")):  # fmt: skip
+        assert f"| {figure} | {NOT_MEASURED} | {target} | - | - |" in head
+    # the learning section: both runs with their settings and where their time went
+    learning = text.split("## Learning checks")[1]
+    assert "- Ape-X (`learning-apex.json`): 4 actors, CartPole-v1, target 475.0: reached=True, wall to " \
+        "target 60 s, env steps 48000, updates 11000; learner 200 updates/s, communication 25%; learner " \
+        "time: computation 75%, sample 10%" in learning
+    assert "- single-process DQN (`learning-apex.json`, same seed" in learning
+    assert "one update every 4 env steps, prioritized replay, epsilon 1.0 -> 0.05 over 10000 steps): " \
+        "reached=True, wall to target 48 s, env steps 52000, updates 12500; 250 updates/s, 1000 env " \
+        "steps/s; time: learn 50%, replay 20%" in learning
     # each figure states its machine and configuration
     assert text.count("- machine: Fixture CPU, 2 CPUs") == 4  # ratio (a, b, f) and replay
     assert text.count("- configuration:") == 8
@@ -135,3 +162,80 @@ def test_straggler_figure_with_only_failed_points_says_so(tmp_path: Path) -> Non
     assert "- switch-async, 4 workers, 100 KB: AggregationTimeout: no result" in d2
     assert "- switch-fixed, 4 workers, 100 KB: left out, its result check failed" in d2
     assert "(d2) allreduce" not in text  # no headline from failed points
+
+
+def _learning_apex(tmp_path: Path, **change: object) -> str:
+    data = json.loads((FIXTURES / "learning-apex.json").read_text())
+    for k, v in change.items():
+        if k.startswith("dqn_"):
+            data["dqn"][k[4:]] = v
+        else:
+            data[k] = v
+    res = tmp_path / "res"
+    res.mkdir()
+    (res / "learning-apex.json").write_text(json.dumps(data))
+    text = _report(res, tmp_path / "out")
+    return text.split("## Headline ratios")[1].split("\n## ")[0]
+
+
+def test_apex_vs_dqn_when_one_misses_the_target(tmp_path: Path) -> None:
+    head = _learning_apex(tmp_path, dqn_reached_target=False, dqn_wall_s_to_target=None)
+    # Ape-X in 60 s, the baseline not within the 180 s budget: Ape-X is faster, by more than 3x
+    assert "| Ape-X (4 actors) time to 475 / single-process DQN | < 0.33x (DQN missed the target in 180 s) " \
+        "| < 1.0 | yes |" in head
+
+
+def test_apex_vs_dqn_when_apex_is_faster(tmp_path: Path) -> None:
+    head = _learning_apex(tmp_path, wall_s_to_target=24.0)
+    assert "| 0.50x (24 s vs 48 s; < 1: Ape-X faster) | < 1.0 | yes |" in head
+
+
+def test_allreduce_targets_at_their_points(tmp_path: Path) -> None:
+    """(d)'s targets name 4 and 8 workers x 100 KB and 1 MB: each measured point is shown, and the
+    target is met only when all four are measured and under the bound."""
+    base = json.loads((FIXTURES / "aggregation.json").read_text())
+    rows = []
+    times = {"switch": 0.05, "ps": 0.08, "gloo": 0.04}
+    for w, sz in ((4, 100), (4, 1000)):
+        for m, t in times.items():
+            rows.append({"method": m, "workers": w, "size_kb": sz, "median_s": t * sz / 100, "check_ok": True,
+                         "error": None})  # fmt: skip
+    base["results"] = rows
+    res = tmp_path / "res"
+    res.mkdir()
+    (res / "aggregation.json").write_text(json.dumps(base))
+    head = _report(res, tmp_path / "out").split("## Headline ratios")[1].split("\n## ")[0]
+    # switch / gloo 1.25x at both points: missed; switch / ps 0.62x at both, under 0.7, but 2 of 4 measured
+    assert "| (d) allreduce time, switch / gloo | 1.25x at 4 x 100 KB, 1.25x at 4 x 1000 KB (< 1: switch " \
+        "faster) | < 1.0 at 4 and 8 workers x 100 KB and 1 MB | no |" in head
+    assert "| (d) allreduce time, switch / ps | 0.62x at 4 x 100 KB, 0.62x at 4 x 1000 KB (< 1: switch " \
+        "faster) | < 0.7 at 4 and 8 workers x 100 KB and 1 MB | ? (2 of 4 points measured) |" in head
+
+
+def test_make_run_rows_from_its_summary(tmp_path: Path) -> None:
+    """bench.make_run's JSON (the launcher's run_summary.json figures) gives the two make run rows."""
+    from bench.make_run import result_from_summary
+
+    summary = {
+        "reached_target": True, "target_return": 475, "time_to_target_s": 51.2, "env_steps_to_target": 52000,
+        "updates_to_target": 11000, "learner_communication_share": 0.59, "actor_communication_share": 0.1,
+        "learner_updates_per_s": 215.0, "env_steps_per_s": 1000.0, "best_eval_return": 500.0,
+        "time_budget_s": 660, "run_dir": "runs/make-run-x",
+    }  # fmt: skip
+    data = result_from_summary(summary, Path("topologies/star.yaml"), 0)
+    assert data["bench"] == "make_run" and data["time_to_target_s"] == 51.2 and data["summary"] == summary
+    res = tmp_path / "res"
+    res.mkdir()
+    (res / "make-run.json").write_text(json.dumps(data))
+    text = _report(res, tmp_path / "out")
+    head = text.split("## Headline ratios")[1].split("\n## ")[0]
+    assert "| make run: time to 475 | 51 s | <= 60 s | yes | the learner's 215 updates/s to 11000" in head
+    assert "| make run: learner communication share | 59% | <= 30% | no |" in head
+    assert "- make run (`make-run.json`, topologies/star.yaml): reached=True, time to target 51 s" in text
+
+    (res / "make-run.json").write_text(json.dumps(result_from_summary(
+        {**summary, "reached_target": False, "time_to_target_s": None, "best_eval_return": 310.5},
+        Path("topologies/star.yaml"), 3)))  # fmt: skip
+    head = _report(res, tmp_path / "out2").split("## Headline ratios")[1].split("\n## ")[0]
+    assert "| make run: time to 475 | not reached (best evaluation 310.5, budget 660 s) | <= 60 s | no |" \
+        in head
