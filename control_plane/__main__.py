@@ -37,6 +37,11 @@ def _parent(text: str) -> Parent:
         raise argparse.ArgumentTypeError(f"--parent {text!r}: {e}") from None
 
 
+def _define(text: str) -> tuple[str, str]:
+    name, _, value = text.partition("=")
+    return name, value or "1"
+
+
 def _slots(text: str) -> tuple[int, int]:
     try:
         base, _, count = text.partition(":")
@@ -58,6 +63,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     load = sub.add_parser("load", help="make a P4 program the switch's pipeline (state starts empty)")
     load.add_argument("--p4", default=str(DEFAULT_P4), help="P4-16 program (default p4/innet.p4)")
+    load.add_argument(
+        "-D",
+        dest="defines",
+        action="append",
+        default=[],
+        metavar="NAME[=VALUE]",
+        help="preprocessor definition (repeatable), e.g. -D AGG_VALUES_PER_PACKET=256: innet.p4's "
+        "values per aggregation packet, 32, 64 (its default) or 256; the hosts must send the same",
+    )
 
     route = sub.add_parser("route", help="add an IPv4 route: PREFIX via PORT with MAC rewrite")
     route.add_argument("prefix", help="e.g. 10.0.1.0/24")
@@ -104,6 +118,13 @@ def build_parser() -> argparse.ArgumentParser:
     create.add_argument("--switch-mac", required=True, help="source MAC of the packets the switch sends")
     create.add_argument("--switch-ip", required=True, help="source IP of the packets the switch sends")
     create.add_argument("--mgid", type=int, default=None, help="multicast group (default 4096 + job id)")
+    create.add_argument(
+        "--values-per-packet",
+        type=int,
+        default=None,
+        help="the values per packet the job's hosts send: refused unless the loaded program "
+        "aggregates that many (default: not checked)",
+    )
     for name, text in (
         ("show", "print a job as installed"),
         ("delete", "remove a job and its state"),
@@ -141,8 +162,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with SwitchController(args.switch, device_id=args.device_id, election_id=args.election_id) as sc:
             if args.command == "load":
-                sc.load(args.p4)
-                print(f"loaded {args.p4} on {args.switch}")
+                defines = dict(_define(d) for d in args.defines)
+                sc.load(args.p4, defines or None)
+                width = sc.jobs.values_per_packet
+                print(f"loaded {args.p4} on {args.switch}"
+                      + (f" ({width} values per aggregation packet)" if width else ""))
                 return 0
             sc.attach()
             if args.command == "route":
@@ -178,7 +202,8 @@ def _job(sc: SwitchController, args: argparse.Namespace) -> int:
     if args.job_command == "create":
         base, count = args.slots
         job = Job(
-            args.job, base, count, args.member, threshold=args.threshold, parent=args.parent, mgid=args.mgid
+            args.job, base, count, args.member, threshold=args.threshold, parent=args.parent, mgid=args.mgid,
+            values_per_packet=args.values_per_packet,
         )
         sc.jobs.switch_mac, sc.jobs.switch_ip = args.switch_mac, args.switch_ip
         sc.jobs.create(job)
@@ -197,6 +222,7 @@ def _job(sc: SwitchController, args: argparse.Namespace) -> int:
                     "threshold": job.effective_threshold,
                     "synchronous": job.synchronous,
                     "mgid": job.group_id,
+                    "values_per_packet": job.values_per_packet,
                     "members": [vars(m) for m in job.members],
                     "parent": vars(job.parent) if job.parent else None,
                 },

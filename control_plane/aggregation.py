@@ -12,8 +12,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from control_plane.addresses import int_to_ip, int_to_mac, ip_to_int, mac_to_int
-from control_plane.p4runtime_client import ControlPlaneError, P4RuntimeClient
-from host_agents.agg_protocol import AGG_UDP_PORT, MAX_JOBS, MAX_WORKERS, POOL_SLOTS, REJECT_REASONS
+from control_plane.p4runtime_client import ControlPlaneError, P4InfoIndex, P4RuntimeClient
+from host_agents.agg_protocol import (
+    AGG_UDP_PORT,
+    MAX_JOBS,
+    MAX_WORKERS,
+    POOL_SLOTS,
+    REJECT_REASONS,
+    check_values_per_packet,
+)
 
 # Multicast groups of aggregation jobs: AGG_MGID_BASE + job id (forwarding's flood groups stay below).
 AGG_MGID_BASE = 0x1000
@@ -51,6 +58,8 @@ class Job:
     threshold: int | None = None  # None: all members (synchronous)
     parent: Parent | None = None
     mgid: int | None = None  # None: AGG_MGID_BASE + job_id
+    # the width its hosts send: checked against the switch's program (None: not checked)
+    values_per_packet: int | None = None
 
     @property
     def effective_threshold(self) -> int:
@@ -84,6 +93,8 @@ class Job:
             raise ValueError(f"job {self.job_id}: threshold {self.threshold} must be 1..{len(self.members)}")
         if not 1 <= self.group_id < 1 << 16:
             raise ValueError(f"job {self.job_id}: multicast group {self.group_id} is not 1..65535")
+        if self.values_per_packet is not None:
+            check_values_per_packet(self.values_per_packet)
         for m in self.members:
             mac_to_int(m.mac)
             ip_to_int(m.ip)
@@ -102,6 +113,12 @@ class Job:
                 raise ValueError(f"job {self.job_id}: parent port {self.parent.port} is not 0..{MAX_PORT}")
             if not 0 <= self.parent.id_at_parent < MAX_WORKERS:
                 raise ValueError(f"job {self.job_id}: id at parent {self.parent.id_at_parent} is not 0..31")
+
+
+def program_values_per_packet(info: P4InfoIndex, prefix: str = "InnetIngress.aggregation.") -> int | None:
+    """The values per packet a loaded program aggregates (its AGG_VALUES_PER_PACKET, read from
+    the P4Info: one ``agg_value_*`` register per value); None when it has no aggregation."""
+    return sum(1 for name in info.registers if name.startswith(prefix + "agg_value_")) or None
 
 
 class Aggregation:
@@ -256,13 +273,33 @@ class JobManager:
         self.ingress = Aggregation(self.client)
         self.egress = AggregationEgress(self.client)
 
+    @property
+    def values_per_packet(self) -> int | None:
+        """The width the switch's program aggregates (from its P4Info); None without aggregation."""
+        return program_values_per_packet(self.client.info, self.ingress.p)
+
+    def check_values_per_packet(self, wanted: int) -> None:
+        """ControlPlaneError unless the switch's program takes ``wanted`` values per packet: hosts
+        of another width would have every packet with values dropped as malformed."""
+        have = self.values_per_packet
+        if have != wanted:
+            raise ControlPlaneError(
+                f"{self.client.address}: the switch's program aggregates "
+                f"{have if have is not None else 'no'} values per packet, the job's hosts send {wanted}: "
+                f"load p4/innet.p4 compiled with -DAGG_VALUES_PER_PACKET={wanted}, or start the hosts "
+                f"with --values-per-packet {have}"
+            )
+
     def create(self, job: Job) -> None:
-        """Install ``job``. Refuses a job id in use or a slot range that overlaps another job's."""
+        """Install ``job``. Refuses a job id in use, a slot range that overlaps another job's, and
+        a job whose ``values_per_packet`` is not the switch program's."""
         job.validate()
         if self.switch_mac is None or self.switch_ip is None:
             raise ControlPlaneError(
                 "creating a job needs the switch's own MAC and IP (switch_mac, switch_ip)"
             )
+        if job.values_per_packet is not None:
+            self.check_values_per_packet(job.values_per_packet)
         existing = self.ingress.jobs()
         if job.job_id in existing:
             raise ControlPlaneError(f"job {job.job_id} exists already; delete it first")
@@ -332,6 +369,7 @@ class JobManager:
             threshold=None if threshold == len(members) else threshold,
             parent=self.ingress.parent(job_id),
             mgid=params["mgid"],
+            values_per_packet=self.values_per_packet,
         )
 
     def delete(self, job_id: int) -> None:

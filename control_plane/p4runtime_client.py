@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -445,9 +445,12 @@ class P4RuntimeClient:
         return data.packet_count, data.byte_count
 
 
-def device_config_for(p4_path: str | Path) -> tuple[p4info_pb2.P4Info, bytes]:
+def device_config_for(
+    p4_path: str | Path, defines: Mapping[str, str] | None = None
+) -> tuple[p4info_pb2.P4Info, bytes]:
     """P4Info and device config for the software switch: the preprocessed P4 source (so that the
-    switch needs none of the program's include files) and the P4Info generated from it."""
+    switch needs none of the program's include files, and ``defines`` -- the -D settings, e.g.
+    ``{"AGG_VALUES_PER_PACKET": "256"}`` -- are in it) and the P4Info generated from it."""
     from p4compiler.p4info import build_p4info
     from p4compiler.preprocess import preprocess
     from p4compiler.python_backend import compile_text
@@ -455,6 +458,6 @@ def device_config_for(p4_path: str | Path) -> tuple[p4info_pb2.P4Info, bytes]:
     path = Path(p4_path)
     if not path.is_file():
         raise ControlPlaneError(f"P4 program {path} does not exist")
-    source = preprocess(str(path))
+    source = preprocess(str(path), defines=defines)
     program = compile_text(source, str(path))
     return build_p4info(program.info), source.encode()

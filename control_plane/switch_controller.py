@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from control_plane.aggregation import JobManager
@@ -32,9 +33,10 @@ class SwitchController:
         self.jobs = JobManager(self.client, switch_mac, switch_ip)
         self.replay = Replay(self.client)
 
-    def load(self, p4_path: str | Path = DEFAULT_P4) -> None:
-        """Compile ``p4_path`` here and make it the switch's pipeline (all state starts empty)."""
-        p4info, device_config = device_config_for(p4_path)
+    def load(self, p4_path: str | Path = DEFAULT_P4, defines: Mapping[str, str] | None = None) -> None:
+        """Compile ``p4_path`` here (preprocessed with ``defines``, as -D NAME=VALUE would) and make
+        it the switch's pipeline (all state starts empty)."""
+        p4info, device_config = device_config_for(p4_path, defines)
         self.client.set_pipeline(p4info, device_config)
 
     def attach(self) -> None:

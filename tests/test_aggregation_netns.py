@@ -104,29 +104,36 @@ def wait_all(procs: list[subprocess.Popen], timeout: float = 180) -> list[list[d
     return out
 
 
-def quantization_bound(inputs: list[np.ndarray]) -> np.ndarray:
+def quantization_bound(inputs: list[np.ndarray], vpp: int = VALUES_PER_PACKET) -> np.ndarray:
     """Per element: n contributions rounded at scale 2^(30 - e - ceil(log2 n)), e the chunk's
-    job-wide exponent, plus float32 rounding of the returned sum."""
+    job-wide exponent (chunks of ``vpp`` values), plus float32 rounding of the returned sum."""
     n = len(inputs)
     size = inputs[0].size
-    chunks = -(-size // VALUES_PER_PACKET)
-    padded = np.zeros((n, chunks * VALUES_PER_PACKET))
+    chunks = -(-size // vpp)
+    padded = np.zeros((n, chunks * vpp))
     for i, x in enumerate(inputs):
         padded[i, :size] = x
-    peak = np.abs(padded).reshape(n, chunks, VALUES_PER_PACKET).max(axis=(0, 2))
+    peak = np.abs(padded).reshape(n, chunks, vpp).max(axis=(0, 2))
     _, e = np.frexp(peak)
     headroom = math.ceil(math.log2(n)) if n > 1 else 0
     scale = np.ldexp(1.0, 30 - e - headroom)
     per_chunk = n * 0.5 / scale
     total = np.abs(padded).sum(axis=0)
-    return np.repeat(per_chunk, VALUES_PER_PACKET)[:size] + total[:size] * 2.0**-23
+    return np.repeat(per_chunk, vpp)[:size] + total[:size] * 2.0**-23
 
 
-def check_results(tmp: Path, job: int, ranks_to_ids: list[int], sizes: list[int], seed: int = 0) -> None:
+def check_results(
+    tmp: Path,
+    job: int,
+    ranks_to_ids: list[int],
+    sizes: list[int],
+    seed: int = 0,
+    vpp: int = VALUES_PER_PACKET,
+) -> None:
     for size in sizes:
         inputs = [input_tensor(seed, w, size).numpy().astype(np.float64) for w in ranks_to_ids]
         expected = np.sum(inputs, axis=0)
-        bound = quantization_bound(inputs)
+        bound = quantization_bound(inputs, vpp)
         first = None
         for rank in range(len(ranks_to_ids)):
             got = np.load(tmp / f"job{job}_r{rank}" / f"result_{size}_0.npy")
@@ -190,6 +197,44 @@ def test_batched_and_per_packet_workers_share_a_lossy_job(tmp_path: Path) -> Non
     )
     packets = sum(-(-s // VALUES_PER_PACKET) + min(32, -(-s // VALUES_PER_PACKET)) for s in sizes)
     assert counters["aggregated"] == 4 * packets
+
+
+def test_256_values_per_packet_and_hosts_of_another_width(tmp_path: Path) -> None:
+    """A switch compiled with -DAGG_VALUES_PER_PACKET=256, dropping 5% of frames each way: three
+    workers at 256 values per packet get the exact sums, losses recovered by retransmission. A job
+    for hosts of 64 is refused by the control plane, and a worker that sends 64 anyway sees every
+    packet with values dropped as malformed and gives up with a message that says to check the
+    values per packet (not a hang)."""
+    from control_plane.aggregation import Job, Member
+    from control_plane.p4runtime_client import ControlPlaneError
+
+    sizes = [1000, 10003]
+    with star(3, loss_rate=0.05, loss_seed=13, values_per_packet=256) as tb:
+        assert tb.root.controller.jobs.values_per_packet == 256
+        refused = "aggregates 256 values per packet, the job's hosts send 64"
+        with pytest.raises(ControlPlaneError, match=refused):
+            tb.install_job(3, slot_base=16, num_slots=8, udp_port=40001, values_per_packet=64)
+        tb.install_job(1, slot_base=0, num_slots=16, values_per_packet=256)
+        stats = wait_all(run_workers(tb, tmp_path, 1, 16, sizes, extra=["--values-per-packet", "256"]))
+        counters = tb.root.controller.jobs.counters(1)
+        # one worker of 64 values in a job of its own (the control plane not told its width)
+        w = tb.workers[0]
+        tb.root.controller.jobs.create(Job(2, 16, 8, [Member(w.worker_id, w.port, w.host.mac, w.ip, 40001)]))
+        t0 = time.monotonic()
+        wrong = w.host.ns.popen([
+            sys.executable, "-m", "host_agents.allreduce", "--switch", w.switch.ip, "--bind", f"{w.ip}:40001",
+            "--job", "2", "--worker", "0", "--workers", "1", "--slots", "8", "--sizes", "1000",
+            "--values-per-packet", "64", "--timeout", "0.05", "--max-tries", "10",
+        ])  # fmt: skip
+        _, stderr = wrong.communicate(timeout=60)
+        rejected = tb.root.controller.jobs.ingress.rejected()
+    check_results(tmp_path, 1, [0, 1, 2], sizes, vpp=256)
+    assert sum(rec["retransmissions"] for ws in stats for rec in ws) > 0, "no loss: the test tests nothing"
+    packets = sum(-(-s // 256) + min(16, -(-s // 256)) for s in sizes)
+    assert counters["aggregated"] == 3 * packets  # every chunk and bootstrap packet added exactly once
+    assert wrong.returncode == 1 and time.monotonic() - t0 < 30, stderr
+    assert "check values per packet: this worker sends 64 (UDP length 292)" in stderr, stderr
+    assert rejected["malformed"] > 0, f"{rejected} {stderr}"
 
 
 def test_two_jobs_at_once_stay_correct(tmp_path: Path) -> None:

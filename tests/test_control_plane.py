@@ -22,7 +22,7 @@ from control_plane.addresses import ip_to_int, mac_to_int
 from control_plane.aggregation import AGG_MGID_BASE, Job, JobManager, Member, Parent
 from control_plane.p4runtime_client import ControlPlaneError, Lpm
 from control_plane.switch_controller import SwitchController
-from host_agents.agg_protocol import AGG_UDP_PORT, REJECT_REASONS
+from host_agents.agg_protocol import AGG_UDP_PORT, DEFAULT_VALUES_PER_PACKET, REJECT_REASONS
 from host_agents.netutil import free_port
 from topologies.testbed import SwitchProcess
 
@@ -168,14 +168,16 @@ def test_create_and_read_jobs(fresh: SwitchController) -> None:
         sc.jobs.create(job)
 
     got = sc.jobs.read(1)
-    assert got == Job(1, 0, 64, sync.members, threshold=None, parent=None, mgid=AGG_MGID_BASE + 1)
+    width = DEFAULT_VALUES_PER_PACKET  # read back from the program's P4Info
+    assert got == Job(1, 0, 64, sync.members, threshold=None, parent=None, mgid=AGG_MGID_BASE + 1,
+                      values_per_packet=width)
     assert got.members[0] == Member(0, 1, "02:00:00:00:00:01", "10.0.1.1", 40000)
     assert got.members[1].udp_port == AGG_UDP_PORT and got.synchronous
     got = sc.jobs.read(2)
-    assert got == Job(2, 64, 32, async_.members, threshold=2, mgid=4098)
+    assert got == Job(2, 64, 32, async_.members, threshold=2, mgid=4098, values_per_packet=width)
     assert not got.synchronous and got.effective_threshold == 2
     got = sc.jobs.read(3)
-    assert got == Job(3, 96, 8, child.members, parent=parent, mgid=555)
+    assert got == Job(3, 96, 8, child.members, parent=parent, mgid=555, values_per_packet=width)
 
     # the P4Runtime entries behind them
     jobs = {e.match["hdr.agg.job_id"]: e for e in sc.client.read_entries(AGG + "agg_jobs")}
@@ -327,6 +329,19 @@ REFUSALS: list[tuple[str, Callable[[], Job], type[Exception], str]] = [
         lambda: Job(REFUSED, 900, 4, [member(0)], mgid=AGG_MGID_BASE + 20),
         ControlPlaneError,
         r"multicast group 4116 belongs to job 20",
+    ),
+    (
+        "hosts of another width than the program's",
+        lambda: Job(REFUSED, 900, 4, [member(0)], values_per_packet=256),
+        ControlPlaneError,
+        rf"aggregates {DEFAULT_VALUES_PER_PACKET} values per packet, the job's hosts send 256: load "
+        r"p4/innet\.p4 compiled with -DAGG_VALUES_PER_PACKET=256",
+    ),
+    (
+        "a width no program has",
+        lambda: Job(REFUSED, 900, 4, [member(0)], values_per_packet=48),
+        ValueError,
+        r"48 values per packet: p4/innet\.p4 is built for 32, 64, 256",
     ),
 ]
 
@@ -755,7 +770,9 @@ def test_cli_job_lifecycle(switches) -> None:
             ctl.attach()
 
     r = run_cli(addr, "load")
-    assert r.returncode == 0 and "loaded" in r.stdout, describe(r)
+    assert r.returncode == 0 and f"({DEFAULT_VALUES_PER_PACKET} values per aggregation packet)" in r.stdout, (
+        describe(r)
+    )
 
     r = run_cli(
         addr,
@@ -777,6 +794,7 @@ def test_cli_job_lifecycle(switches) -> None:
         "threshold": 2,
         "synchronous": False,
         "mgid": AGG_MGID_BASE + 3,
+        "values_per_packet": DEFAULT_VALUES_PER_PACKET,
         "members": [
             {"worker_id": 0, "port": 1, "mac": "02:00:00:00:00:01", "ip": "10.0.1.1", "udp_port": 40000},
             {
@@ -829,3 +847,25 @@ def test_cli_load_p4_with_error(switches, tmp_path: Path) -> None:
     bad.write_text("this is not P4;\n")
     r = run_cli(switches[1].address, "load", "--p4", str(bad))
     assert_cli_error(r.returncode, r.stderr, "bad.p4:1:1", "syntax error")
+
+
+def test_cli_load_with_another_width_and_jobs_checked_against_it(switches) -> None:
+    """`load -D AGG_VALUES_PER_PACKET=256` compiles innet.p4 for 256 values per packet (the P4Info
+    says so: one agg_value register per value); `job create --values-per-packet` is refused
+    unless it names that width, with a line that says what to do."""
+    addr = switches[1].address
+    r = run_cli(addr, "load", "-D", "AGG_VALUES_PER_PACKET=256")
+    assert r.returncode == 0 and "(256 values per aggregation packet)" in r.stdout, describe(r)
+    job = [*"job create --job 4 --slots 0:4".split(), "--member", "0,1,02:00:00:00:00:01,10.0.1.1"]
+    job += switch_addrs()
+    r = run_cli(addr, *job, "--values-per-packet", "64")
+    assert_cli_error(
+        r.returncode, r.stderr, "aggregates 256 values per packet, the job's hosts send 64",
+        "-DAGG_VALUES_PER_PACKET=64", "--values-per-packet 256",
+    )
+    r = run_cli(addr, *job, "--values-per-packet", "256")
+    assert r.returncode == 0, describe(r)
+    r = run_cli(addr, "job", "show", "--job", "4")
+    assert r.returncode == 0 and json.loads(r.stdout)["values_per_packet"] == 256, describe(r)
+    r = run_cli(addr, "load", "-D", "AGG_VALUES_PER_PACKET=48")
+    assert_cli_error(r.returncode, r.stderr, "types.p4:", "AGG_VALUES_PER_PACKET must be 32, 64 or 256")

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from host_agents.agg_protocol import DEFAULT_VALUES_PER_PACKET
 from topologies import launcher, spec
 from topologies.netns import ip
 
@@ -163,6 +164,18 @@ BAD = [
         "scenario.aggregation.root: 's9' is not a switch of this topology",
         ("replay_backend: switch", "replay_backend: switch, aggregation: {root: s9}"),
     ),
+    (
+        "scenario.aggregation.values_per_packet: 48 is not one of 32, 64, 256 (the widths p4/innet.p4",
+        ("replay_backend: switch", "replay_backend: switch, aggregation: {values_per_packet: 48}"),
+    ),
+    (
+        "scenario.aggregation.values_per_packet: must be an integer, not '64'",
+        ("replay_backend: switch", "replay_backend: switch, aggregation: {values_per_packet: '64'}"),
+    ),
+    (
+        "scenario.worker_args: --values-per-packet must agree with the switches' program",
+        ("replay_backend: switch", "replay_backend: switch, worker_args: {values-per-packet: 256}"),
+    ),
 ]
 
 
@@ -229,6 +242,14 @@ scenario: {kind: dataparallel, seed: 0, aggregation: {job: 0}}
 """
     topo = spec.loads(dp)
     assert topo.scenario.aggregation.job == 0 and topo.scenario.seed == 0
+    assert topo.scenario.aggregation.values_per_packet == DEFAULT_VALUES_PER_PACKET
+    wide = spec.loads(dp.replace("{job: 0}", "{job: 0, values_per_packet: 256}"))
+    assert wide.scenario.aggregation.values_per_packet == 256
+    assert launcher.switch_defines(wide) == {"AGG_VALUES_PER_PACKET": "256"}
+    # the workers' control chunk holds a flag per worker and two more
+    many = dp.replace("count: 2", "count: 31").replace("{job: 0}", "{job: 0, values_per_packet: 32}")
+    with pytest.raises(spec.SpecError, match=r"values_per_packet: 31 workers need at least 33 values"):
+        spec.loads(many)
 
 
 def test_spec_duplicate_keys_are_errors(tmp_path: Path) -> None:
@@ -523,10 +544,16 @@ def test_star_apex_end_to_end(tmp_path: Path) -> None:
 @pytest.mark.slow
 @pytest.mark.timeout(360)
 def test_two_tier_hierarchical_end_to_end(tmp_path: Path) -> None:
-    """two_tier.yaml: 4 PPO workers on two leaves, gradients summed per leaf and at the spine;
-    4 iterations; every worker ends with the same parameters."""
+    """two_tier.yaml with aggregation.values_per_packet 256 (not the default 64, so that the
+    launcher's -D to every switch and --values-per-packet to every worker are exercised): 4 PPO
+    workers on two leaves, gradients summed per leaf and at the spine; 4 iterations; every
+    worker ends with the same parameters."""
+    text = (REPO / "topologies" / "two_tier.yaml").read_text()
+    assert "root: spine}" in text
+    text = text.replace("root: spine}", "root: spine, values_per_packet: 256}")
+    wide = write(tmp_path, "two_tier_256.yaml", text)
     rc, out, pid = _run([
-        "topologies/two_tier.yaml", "--log-dir", str(tmp_path), "--run-name", "t", "--no-target",
+        str(wide), "--log-dir", str(tmp_path), "--run-name", "t", "--no-target",
         "--no-report",
         "--worker-args", "--max-steps 512 --rollout-steps 128 --eval-interval 0 --eval-episodes 1",
     ])  # fmt: skip
@@ -538,6 +565,7 @@ def test_two_tier_hierarchical_end_to_end(tmp_path: Path) -> None:
     assert set(counters) == {"spine", "leaf1", "leaf2"}, counters
     assert all(c["aggregation"]["aggregated"] > 0 for c in counters.values()), counters
     assert "parent spine" in out and "(root)" in out
+    assert out.count("256 values per aggregation packet") == 3 and "slots, 256 values per packet" in out, out
     assert_clean(pid, out)
 
 

@@ -655,23 +655,29 @@ def softswitch_has_netem() -> bool:
     return "--netem" in res.stdout
 
 
-_pipelines: dict[tuple[str, str], tuple[Any, bytes]] = {}
+_pipelines: dict[tuple[str, str, tuple[tuple[str, str], ...]], tuple[Any, bytes]] = {}
 
 
-def _pipeline(p4: Path, target: str) -> tuple[Any, bytes]:
-    """P4Info and device config, compiled once per program and target."""
-    key = (str(p4), target)
+def switch_defines(topo: Topology) -> dict[str, str]:
+    """The -D settings every switch's program is compiled with: the aggregation width the file
+    asks for (innet.p4's AGG_VALUES_PER_PACKET; the workers get the same --values-per-packet)."""
+    return {"AGG_VALUES_PER_PACKET": str(topo.scenario.aggregation.values_per_packet)}
+
+
+def _pipeline(p4: Path, target: str, defines: dict[str, str]) -> tuple[Any, bytes]:
+    """P4Info and device config, compiled once per program, target and -D settings."""
+    key = (str(p4), target, tuple(sorted(defines.items())))
     if key not in _pipelines:
         if target == "softswitch":
             from control_plane.p4runtime_client import device_config_for
 
-            _pipelines[key] = device_config_for(p4)
+            _pipelines[key] = device_config_for(p4, defines)
         else:
-            _pipelines[key] = _bmv2_pipeline(p4)
+            _pipelines[key] = _bmv2_pipeline(p4, defines)
     return _pipelines[key]
 
 
-def _bmv2_pipeline(p4: Path) -> tuple[Any, bytes]:
+def _bmv2_pipeline(p4: Path, defines: dict[str, str]) -> tuple[Any, bytes]:
     """p4c-bm2-ss's JSON and P4Info for simple_switch_grpc."""
     from google.protobuf import text_format
     from p4.config.v1 import p4info_pb2
@@ -680,6 +686,7 @@ def _bmv2_pipeline(p4: Path) -> tuple[Any, bytes]:
         out = Path(tmp)
         res = subprocess.run(
             ["p4c-bm2-ss", "--p4v", "16", "--p4runtime-files", str(out / "p4info.txt"),
+             *(f"-D{k}={v}" for k, v in sorted(defines.items())),
              "-o", str(out / "prog.json"), str(p4)],
             capture_output=True, text=True, timeout=600,
         )  # fmt: skip
@@ -734,12 +741,13 @@ def _start_switches(net: Network) -> None:
         )
         sw.controller = SwitchController(sw.address, sw.mac, sw.ip)
         t0 = time.monotonic()
-        p4info, config = _pipeline(sw.spec.p4, sw.target)
+        p4info, config = _pipeline(sw.spec.p4, sw.target, switch_defines(net.topo))
         sw.controller.client.set_pipeline(p4info, config)
         prog = sw.spec.p4.relative_to(REPO) if sw.spec.p4.is_relative_to(REPO) else sw.spec.p4
         sw.backend = _loaded_backend(sw) if sw.target == "softswitch" else "bmv2"
-        net.console.say(f"switch {sw.spec.name}: {prog} loaded in {time.monotonic() - t0:.1f}s "
-                        f"({sw.backend} backend)")
+        width = sw.controller.jobs.values_per_packet
+        what = f"{sw.backend} backend" + (f", {width} values per aggregation packet" if width else "")
+        net.console.say(f"switch {sw.spec.name}: {prog} loaded in {time.monotonic() - t0:.1f}s ({what})")
 
 
 def _loaded_backend(sw: BuiltSwitch, wait_s: float = 5.0) -> str:
@@ -944,10 +952,14 @@ def install_aggregation(net: Network) -> list[str]:
             p = net.switches[parent[sname]]
             up = Parent(p.mac, p.ip, net.port_of[(sname, p.spec.name)], ids_at[sname])
         threshold = a.threshold if (sname == root and a.mode == "async") else None
-        sw.controller.jobs.create(Job(a.job, 0, a.slots, members, threshold=threshold, parent=up))
+        # the job names its hosts' width: a switch whose program aggregates another one is refused
+        # here, before any worker starts (they would time out on packets dropped as malformed)
+        sw.controller.jobs.create(Job(a.job, 0, a.slots, members, threshold=threshold, parent=up,
+                                      values_per_packet=a.values_per_packet))
         ms = ", ".join(f"{m.worker_id}@port{m.port}" for m in members)
         desc.append(
-            f"switch {sname}: job {a.job}, {a.slots} slots, members {ms}"
+            f"switch {sname}: job {a.job}, {a.slots} slots, {a.values_per_packet} values per packet, "
+            f"members {ms}"
             + (f", parent {parent[sname]} as {ids_at[sname]}" if up else " (root)")
             + (f", threshold {threshold}" if threshold else "")
         )
@@ -995,6 +1007,8 @@ def _dp_argv(
             w0 = workers[0][1]
             argv += ["--comm", "gloo", "--gloo-init", f"{w0.ip}:{GLOO_PORT}", "--gloo-ifname", h.ifname,
                      "--comm-timeout-s", "120"]  # fmt: skip
+        # the chunk size of every transport's tensor layout; the switch's packet width for comm switch
+        argv += ["--values-per-packet", str(a.values_per_packet)]
         argv += [*s.worker_args, *h.spec.args, *opts.worker_args]
         out.append((f"worker{i}", h, argv))
     return out, {"target_return": target, "time_budget_s": budget, "env": opts.env or s.env}

@@ -20,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from host_agents.agg_protocol import DEFAULT_VALUES_PER_PACKET, SUPPORTED_VALUES_PER_PACKET
 from p4compiler.errors import not_utf8
 
 REPO = Path(__file__).resolve().parent.parent
@@ -92,6 +93,9 @@ class AggregationSpec:
     slots: int = 32
     job: int = 1
     root: str | None = None  # the switch at the top of the aggregation tree
+    # int32 values per aggregation packet: every switch's program is compiled with
+    # -DAGG_VALUES_PER_PACKET=<it> and the workers get --values-per-packet <it>
+    values_per_packet: int = DEFAULT_VALUES_PER_PACKET
 
 
 @dataclass
@@ -555,7 +559,7 @@ def _scenario(c: _Checker, raw: Any, switches: dict[str, SwitchSpec]) -> Scenari
         "replay_max_size": "integer",
         "replay_alpha": "number",
         "replay_switch": "switch name",
-        "aggregation": "{comm, mode, threshold, slots, job, root}",
+        "aggregation": "{comm, mode, threshold, slots, job, root, values_per_packet}",
         "learner_args": "flags",
         "actor_args": "flags",
         "worker_args": "flags",
@@ -599,6 +603,12 @@ def _scenario(c: _Checker, raw: Any, switches: dict[str, SwitchSpec]) -> Scenari
     s.aggregation = _aggregation(c, raw.get("aggregation"), switches)
     for key in ("learner_args", "actor_args", "worker_args", "replay_server_args"):
         setattr(s, key, c.args(raw.get(key), f"{p}.{key}"))
+    if "--values-per-packet" in s.worker_args:
+        c.err(
+            f"{p}.worker_args",
+            "--values-per-packet must agree with the switches' program: set "
+            "scenario.aggregation.values_per_packet instead (it compiles the switches and sets the workers)",
+        )
     s.reference = _reference(c, raw.get("reference"))
     return s
 
@@ -645,6 +655,7 @@ def _aggregation(c: _Checker, raw: Any, switches: dict[str, SwitchSpec]) -> Aggr
             "slots": "integer",
             "job": "integer",
             "root": "switch name",
+            "values_per_packet": "32, 64 or 256 (the switches' AGG_VALUES_PER_PACKET)",
         },
     )
     a = AggregationSpec()
@@ -662,6 +673,17 @@ def _aggregation(c: _Checker, raw: Any, switches: dict[str, SwitchSpec]) -> Aggr
     if raw.get("root") is not None:
         if (name := c.switch_name(raw["root"], f"{p}.root", switches)) is not None:
             a.root = name
+    if "values_per_packet" in raw:
+        v = c.typed(raw["values_per_packet"], f"{p}.values_per_packet", int, "an integer")
+        if v is not None and v not in SUPPORTED_VALUES_PER_PACKET:
+            c.err(
+                f"{p}.values_per_packet",
+                f"{v} is not one of {', '.join(map(str, SUPPORTED_VALUES_PER_PACKET))} (the widths "
+                "p4/innet.p4 can be compiled with; 64, the default, fits a Tofino pipeline, 256 is for "
+                "software switches: docs/deploy.md)",
+            )
+        elif v is not None:
+            a.values_per_packet = v
     return a
 
 
@@ -705,6 +727,12 @@ def _check_roles(
         elif n > MAX_WORKERS:
             c.err("hosts", f"{n} workers; a switch job has at most {MAX_WORKERS}")
         a = s.aggregation
+        if n + 2 > a.values_per_packet:
+            c.err(
+                "scenario.aggregation.values_per_packet",
+                f"{n} workers need at least {n + 2} values per packet (the workers' control chunk "
+                "holds a flag per worker and two more)",
+            )
         if a.mode == "async":
             if a.comm != "switch":
                 c.err("scenario.aggregation.mode", "async aggregation needs comm: switch")

@@ -119,14 +119,22 @@ class Testbed:
         return self.switches[0]
 
     def install_job(
-        self, job_id: int, slot_base: int, num_slots: int, threshold: int | None = None, udp_port: int = 40000
+        self,
+        job_id: int,
+        slot_base: int,
+        num_slots: int,
+        threshold: int | None = None,
+        udp_port: int = 40000,
+        values_per_packet: int | None = None,
     ) -> None:
         """One aggregation job over all workers: on a star, members are the hosts; on two levels,
-        each child aggregates its hosts and the parent its children."""
+        each child aggregates its hosts and the parent its children. ``values_per_packet``: the
+        hosts' width, refused unless the switches' program has it (None: not checked)."""
         children = self.switches[1:]
         if not children:
             members = [Member(w.worker_id, w.port, w.host.mac, w.ip, udp_port) for w in self.workers]
-            self.root.controller.jobs.create(Job(job_id, slot_base, num_slots, members, threshold=threshold))
+            job = Job(job_id, slot_base, num_slots, members, threshold, values_per_packet=values_per_packet)
+            self.root.controller.jobs.create(job)
             return
         parent = self.root
         child_members = []
@@ -141,10 +149,14 @@ class Testbed:
                     num_slots,
                     members,
                     parent=Parent(parent.mac, parent.ip, uplink, child_id),
+                    values_per_packet=values_per_packet,
                 )
             )
             child_members.append(Member(child_id, child_id + 1, child.mac, child.ip, AGG_UDP_PORT))
-        parent.controller.jobs.create(Job(job_id, slot_base, num_slots, child_members, threshold=threshold))
+        parent.controller.jobs.create(
+            Job(job_id, slot_base, num_slots, child_members, threshold=threshold,
+                values_per_packet=values_per_packet)
+        )
 
 
 # The switch's own addresses (answering no ARP: hosts get a static neighbour entry for them).
@@ -167,20 +179,26 @@ def _start_switch(
     seed: int | None,
     stack: contextlib.ExitStack,
     p4: str | Path,
+    values_per_packet: int | None = None,
 ) -> Switch:
     proc = SwitchProcess(ports, loss_rate, seed)
     stack.callback(proc.stop)
     ctl = SwitchController(proc.address, switch_mac(index), switch_ip(index))
     stack.callback(ctl.close)
-    ctl.load(p4)
+    ctl.load(p4, None if values_per_packet is None else {"AGG_VALUES_PER_PACKET": str(values_per_packet)})
     return Switch(name, proc, ctl, switch_mac(index), switch_ip(index))
 
 
 @contextlib.contextmanager
 def star(
-    num_hosts: int, loss_rate: float = 0.0, loss_seed: int | None = None, p4: str | Path = DEFAULT_P4
+    num_hosts: int,
+    loss_rate: float = 0.0,
+    loss_seed: int | None = None,
+    p4: str | Path = DEFAULT_P4,
+    values_per_packet: int | None = None,
 ) -> Iterator[Testbed]:
-    """``num_hosts`` hosts on one switch; host i is 10.0.<i+1>.1 on port i+1, routes between all."""
+    """``num_hosts`` hosts on one switch; host i is 10.0.<i+1>.1 on port i+1, routes between all.
+    ``values_per_packet``: compile the program with -DAGG_VALUES_PER_PACKET=<it> (None: its default)."""
     with contextlib.ExitStack() as stack:
         hosts = []
         for i in range(num_hosts):
@@ -188,7 +206,8 @@ def star(
             stack.callback(h.delete)
             hosts.append(h)
         sw = _start_switch(
-            "s0", 0, {i + 1: h.pair.host_if for i, h in enumerate(hosts)}, loss_rate, loss_seed, stack, p4
+            "s0", 0, {i + 1: h.pair.host_if for i, h in enumerate(hosts)}, loss_rate, loss_seed, stack, p4,
+            values_per_packet,
         )
         for i, h in enumerate(hosts):
             sw.controller.forwarding.add_route(f"10.0.{i + 1}.0/24", h.mac, sw.mac, i + 1)
@@ -202,10 +221,12 @@ def two_level(
     loss_rate: float = 0.0,
     loss_seed: int | None = None,
     p4: str | Path = DEFAULT_P4,
+    values_per_packet: int | None = None,
 ) -> Iterator[Testbed]:
     """A parent switch (s0) with ``num_children`` child switches, each with ``hosts_per_child``
     hosts. Child c's host h is 10.<c+1>.<h+1>.1 on the child's port h+1; the child's uplink is
-    its port 100, cabled to the parent's port c+1. Only aggregation crosses the levels."""
+    its port 100, cabled to the parent's port c+1. Only aggregation crosses the levels.
+    ``values_per_packet``: every switch's program compiled with -DAGG_VALUES_PER_PACKET=<it>."""
     with contextlib.ExitStack() as stack:
         uplinks = []
         for _ in range(num_children):
@@ -213,7 +234,8 @@ def two_level(
             stack.callback(pair.delete)
             uplinks.append(pair)
         parent = _start_switch(
-            "s0", 0, {c + 1: p.host_if for c, p in enumerate(uplinks)}, loss_rate, loss_seed, stack, p4
+            "s0", 0, {c + 1: p.host_if for c, p in enumerate(uplinks)}, loss_rate, loss_seed, stack, p4,
+            values_per_packet,
         )
         switches = [parent]
         workers = []
@@ -235,6 +257,7 @@ def two_level(
                 None if loss_seed is None else loss_seed + c + 1,
                 stack,
                 p4,
+                values_per_packet,
             )
             switches.append(child)
             workers += [Worker(host, h, child, h + 1) for h, host in enumerate(hosts)]
