@@ -6,8 +6,12 @@ For each worker count N a star of N+1 hosts is built on one `python -m softswitc
 for the other methods), so every byte of every method crosses the switch. Methods:
 
   switch  in-switch aggregation (p4/innet.p4, host_agents.agg_client.AggregationClient): each
-          worker sends its tensor in 32-value UDP packets, the switch sums them and multicasts
-          the result back; a window of --slots outstanding packets per worker.
+          worker sends its tensor in UDP packets of --values-per-packet values (the switch's
+          program compiled for that width; 64 by default), the switch sums them and multicasts
+          the result back; a window of --slots outstanding packets per worker. With several
+          widths (--values-per-packet 64,256) every switch method runs at each, on a switch
+          compiled for it, and each result says its width ("values_per_packet"); ps and gloo
+          run once (they have no packet width: "values_per_packet" null).
   switch-fixed
           the same synchronous job, with a fixed exponent (every worker clips to one bound 2**e
           computed from the shared inputs) instead of agreeing one per chunk through the switch:
@@ -39,6 +43,7 @@ methods on this target only. Sizes are float32 tensors of SIZE_KB * 1000 / 4 ele
     python -m bench.aggregation                       # the full grid (long: see the estimate)
     python -m bench.aggregation --quick               # smoke run, about a minute
     python -m bench.aggregation --workers 1,2,4 --sizes-kb 10,100,1000 --methods switch,gloo
+    python -m bench.aggregation --quick --methods switch --values-per-packet 64,256
 
 Needs root (network namespaces). Writes JSON (default bench/results/aggregation.json, rewritten
 after every measurement so an interrupted run keeps what it measured) and prints a table on
@@ -138,11 +143,12 @@ def repeat_for(size_kb: int, repeat: int, big_repeat: int) -> int:
     return big_repeat if size_kb * KB > BIG_SIZE_BYTES else repeat
 
 
-def estimate_call_s(method: str, workers: int, numel: int) -> float:
-    """Rough seconds of one allreduce on the software switch (for the estimate and timeouts)."""
+def estimate_call_s(method: str, workers: int, numel: int, vpp: int = 32) -> float:
+    """Rough seconds of one allreduce on the software switch (for the estimate and timeouts);
+    ``vpp``: values per packet (the default, 32, estimates long)."""
     nbytes = 4 * numel
     if method.startswith("switch"):
-        packets = workers * math.ceil(numel / 32)
+        packets = workers * math.ceil(numel / vpp)
         return 0.01 + packets / EST_AGG_PPS
     if method == "ps":  # N tensors to the server and N back, plus about one ACK per two segments
         frames = 1.5 * 2 * workers * nbytes / TCP_MSS
@@ -151,16 +157,18 @@ def estimate_call_s(method: str, workers: int, numel: int) -> float:
     return 0.01 + frames / EST_TCP_PPS
 
 
-def estimate_config_s(method: str, workers: int, sizes_kb: list[int], repeat: int, big_repeat: int) -> float:
+def estimate_config_s(
+    method: str, workers: int, sizes_kb: list[int], repeat: int, big_repeat: int, vpp: int = 32
+) -> float:
     total = 3.0 + 0.5 * workers  # process start-up
     for kb in sizes_kb:
         calls = 1 + repeat_for(kb, repeat, big_repeat)
-        total += calls * estimate_call_s(method, workers, numel_for(kb)) + 2 * SETTLE_S + 0.1 * workers
+        total += calls * estimate_call_s(method, workers, numel_for(kb), vpp) + 2 * SETTLE_S + 0.1 * workers
     return total
 
 
-def phase_timeout_s(method: str, workers: int, numel: int, calls: int) -> float:
-    return 60.0 + 10.0 * calls * estimate_call_s(method, workers, numel)
+def phase_timeout_s(method: str, workers: int, numel: int, calls: int, vpp: int = 32) -> float:
+    return 60.0 + 10.0 * calls * estimate_call_s(method, workers, numel, vpp)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -182,6 +190,7 @@ class _SwitchMethod:
         return AggregationClient(
             (a.switch, AGG_UDP_PORT), job, a.rank, a.workers, a.slots, bind=(a.bind, port),
             threshold=threshold, fixed_exponent=exponent, timeout=a.retx_timeout, max_tries=a.max_tries,
+            values_per_packet=a.values_per_packet,
         )  # fmt: skip
 
     def start_size(self, index: int, exponent: int) -> None:
@@ -353,8 +362,9 @@ def worker_main(args: argparse.Namespace) -> int:
             warm_s = time.perf_counter() - t0
             extra: dict = {}
             if is_async:
+                info = method.client.last_info
                 err, mean_count, missing, bad = check_async(
-                    args.seed, args.workers, args.threshold, y, method.client.last_info
+                    args.seed, args.workers, args.threshold, y, info, args.values_per_packet
                 )
                 extra = {"mean_count": mean_count, "missing_chunks": missing, "contradictions": bad}
             else:
@@ -405,6 +415,8 @@ def worker_main(args: argparse.Namespace) -> int:
 
 
 def build_worker_parser() -> argparse.ArgumentParser:
+    from host_agents.agg_protocol import DEFAULT_VALUES_PER_PACKET
+
     p = argparse.ArgumentParser(
         prog="python -m bench.aggregation --role ROLE",
         description="INTERNAL: one benchmark worker inside a namespace, driven over stdin/stdout by "
@@ -421,6 +433,9 @@ def build_worker_parser() -> argparse.ArgumentParser:
     p.add_argument("--bind", help="switch-worker: this worker's IP")
     p.add_argument("--job", type=int, default=JOB_ID)
     p.add_argument("--slots", type=int, default=DEFAULT_SLOTS)
+    p.add_argument("--values-per-packet", type=int, default=DEFAULT_VALUES_PER_PACKET,
+                   help="switch workers: the width the switch's program was compiled with "
+                   "(default %(default)s)")  # fmt: skip
     p.add_argument("--threshold", type=int, help="switch-async-worker: the job's threshold")
     p.add_argument("--exponents", default="",
                    help="switch-fixed/-async-worker: each size's fixed exponent")  # fmt: skip
@@ -493,6 +508,12 @@ def _deltas(after: list[dict[str, int]], before: list[dict[str, int]], calls: in
     return [_delta(a, b, calls) for a, b in zip(after, before, strict=True)]
 
 
+def _default_width() -> int:
+    from host_agents.agg_protocol import DEFAULT_VALUES_PER_PACKET
+
+    return DEFAULT_VALUES_PER_PACKET
+
+
 @dataclass
 class Config:
     workers: list[int]
@@ -504,6 +525,7 @@ class Config:
     out: Path
     async_threshold: int = 0  # switch-async: 0 = N - 1
     straggler_ms: float = 0.0  # the last worker sleeps this long before each timed call
+    values_per_packet: list[int] = field(default_factory=lambda: [_default_width()])  # switch methods: each
     results: list[dict] = field(default_factory=list)
     meta: dict = field(default_factory=dict)
 
@@ -524,10 +546,10 @@ def async_threshold(cfg: Config, n: int) -> int:
     return max(1, min(n - 1, cfg.async_threshold or n - 1))
 
 
-def worker_argv(cfg: Config, method: str, n: int, rank: int, tb, extra: dict) -> list[str]:
+def worker_argv(cfg: Config, method: str, n: int, rank: int, tb, extra: dict, vpp: int) -> list[str]:
     numels = [numel_for(kb) for kb in cfg.sizes_kb]
     repeats = [repeat_for(kb, cfg.repeat, cfg.big_repeat) for kb in cfg.sizes_kb]
-    timeout = max(phase_timeout_s(method, n, m, 1 + r) for m, r in zip(numels, repeats, strict=True))
+    timeout = max(phase_timeout_s(method, n, m, 1 + r, vpp) for m, r in zip(numels, repeats, strict=True))
     argv = [
         sys.executable, "-m", "bench.aggregation", "--role", f"{method}-worker", "--rank", str(rank),
         "--workers", str(n), "--sizes", ",".join(map(str, numels)), "--repeats", ",".join(map(str, repeats)),
@@ -542,7 +564,8 @@ def worker_argv(cfg: Config, method: str, n: int, rank: int, tb, extra: dict) ->
     if method.startswith("switch"):
         from topologies.testbed import switch_ip
 
-        argv += ["--switch", switch_ip(0), "--bind", w.ip, "--slots", str(cfg.slots), "--job", str(JOB_ID)]
+        argv += ["--switch", switch_ip(0), "--bind", w.ip, "--slots", str(cfg.slots), "--job", str(JOB_ID),
+                 "--values-per-packet", str(vpp)]  # fmt: skip
         if method == "switch-async":
             argv += ["--threshold", str(async_threshold(cfg, n))]
         if "exponents" in extra:
@@ -554,8 +577,15 @@ def worker_argv(cfg: Config, method: str, n: int, rank: int, tb, extra: dict) ->
     return argv
 
 
-def run_method(cfg: Config, tb, method: str, n: int) -> None:
-    """All sizes of one method with n workers on testbed `tb` (n workers + the server host)."""
+def width_of(method: str, vpp: int) -> int | None:
+    """The values per packet a result was measured at: the switch's for the switch methods, none
+    for ps and gloo."""
+    return vpp if method.startswith("switch") else None
+
+
+def run_method(cfg: Config, tb, method: str, n: int, vpp: int) -> None:
+    """All sizes of one method with n workers on testbed `tb` (n workers + the server host), its
+    switch compiled for ``vpp`` values per packet."""
     workers = tb.workers[:n]
     server_host = tb.workers[n].host
     pending = list(cfg.sizes_kb)
@@ -569,14 +599,14 @@ def run_method(cfg: Config, tb, method: str, n: int) -> None:
                 extra["exponents"] = ",".join(str(fixed_exponent_for(SEED, n, m)) for m in sizes)
             group = stack.enter_context(process_group())
             for rank in range(n):
-                argv = worker_argv(cfg, method, n, rank, tb, extra)
+                argv = worker_argv(cfg, method, n, rank, tb, extra, vpp)
                 group.start(f"worker {rank}", workers[rank].host.ns, argv)
             t0 = time.monotonic()
             group.wait_for("up", STARTUP_TIMEOUT_S)
             progress(f"  {method} x{n}: {n} worker(s) up in {time.monotonic() - t0:.1f} s")
             while pending:
                 kb = pending[0]
-                cfg.results.append(measure_size(cfg, group, workers, server_host, method, n, kb))
+                cfg.results.append(measure_size(cfg, group, workers, server_host, method, n, kb, vpp))
                 pending.pop(0)
                 cfg.save()
         except (BenchError, OSError, RuntimeError, subprocess.TimeoutExpired) as e:
@@ -584,24 +614,25 @@ def run_method(cfg: Config, tb, method: str, n: int) -> None:
             for i, kb in enumerate(pending):
                 cfg.results.append(
                     {"method": method, "workers": n, "size_kb": kb, "size_bytes": kb * KB,
+                     "values_per_packet": width_of(method, vpp),
                      "error": str(e) if i == 0 else "skipped: an earlier size failed"}
                 )
             cfg.save()
 
 
 def measure_size(
-    cfg: Config, group: ProcessGroup, workers, server_host, method: str, n: int, kb: int
+    cfg: Config, group: ProcessGroup, workers, server_host, method: str, n: int, kb: int, vpp: int
 ) -> dict:
     numel = numel_for(kb)
     nbytes = 4 * numel
     repeat = repeat_for(kb, cfg.repeat, cfg.big_repeat)
-    est = estimate_call_s(method, n, numel)
+    est = estimate_call_s(method, n, numel, vpp)
     progress(
         f"  {method} x{n} {size_label(nbytes)}: 1 warm-up + {repeat} timed call(s), "
         f"estimate ~{est * (1 + repeat):.2g} s"
     )
     group.go()
-    got = group.wait_for("warm", phase_timeout_s(method, n, numel, 1))
+    got = group.wait_for("warm", phase_timeout_s(method, n, numel, 1, vpp))
     warm = [got[rank] for rank in range(n)]
     time.sleep(SETTLE_S)
     hosts = [w.host for w in workers]
@@ -609,7 +640,7 @@ def measure_size(
     server_before = read_counters(server_host)
     calls: list[dict] = []
     straggler = straggler_of(cfg, n)
-    timeout = phase_timeout_s(method, n, numel, repeat) + repeat * cfg.straggler_ms / 1000
+    timeout = phase_timeout_s(method, n, numel, repeat, vpp) + repeat * cfg.straggler_ms / 1000
     t0 = time.monotonic()
     group.go()
     group.wait_for("done", timeout, collect=calls)
@@ -653,6 +684,7 @@ def measure_size(
     err = max(w["max_rel_err"] for w in warm)
     res = {
         "method": method,
+        "values_per_packet": width_of(method, vpp),  # which width this figure uses (switch methods)
         "workers": n,
         "size_kb": kb,
         "size_bytes": nbytes,
@@ -704,8 +736,9 @@ def measure_size(
         )
         res["contradictions_warmup"] = sum(int(w.get("contradictions", 0)) for w in warm)
         res["check_ok"] = res["check_ok"] and res["contradictions_warmup"] == 0
+    at = f" ({vpp} values/packet)" if method.startswith("switch") else ""
     progress(
-        f"  {method} x{n} {size_label(nbytes)}: median {median * 1e3:.1f} ms, "
+        f"  {method}{at} x{n} {size_label(nbytes)}: median {median * 1e3:.1f} ms, "
         f"min {min(seconds) * 1e3:.1f} ms, "
         f"{res['algbw_MBps']:.2f} MB/s, wire {size_label(wire_mean)}/worker/call, retx {retx_timed}, "
         f"err {err:.1e}"
@@ -746,36 +779,49 @@ def run(cfg: Config) -> None:
     if (reason := netns_unavailable()) is not None:
         raise SystemExit(f"aggregation benchmark: {reason}")
     for n in cfg.workers:
-        progress(f"workers={n}: building a star of {n} worker(s) + 1 parameter-server host on one switch")
-        t0 = time.monotonic()
-        with star(n + 1) as tb:
-            progress(f"workers={n}: testbed up in {time.monotonic() - t0:.1f} s")
-            fail_dns_fast(tb)
-            job_net = Testbed(tb.switches, tb.workers[:n])  # members: the workers, not the PS host
-            if "switch" in cfg.methods:
-                job_net.install_job(JOB_ID, 0, cfg.slots, udp_port=MEMBER_UDP_PORT)
-            if "switch-fixed" in cfg.methods:
-                job_net.install_job(FIXED_JOB_ID, cfg.slots, cfg.slots, udp_port=MEMBER_UDP_PORT + 1)
-            if "switch-async" in cfg.methods and n >= 2:
-                for i in range(len(cfg.sizes_kb)):
-                    job_net.install_job(
-                        ASYNC_JOB_BASE + i, cfg.slots * (2 + i), cfg.slots,
-                        threshold=async_threshold(cfg, n), udp_port=MEMBER_UDP_PORT + 2 + i,
-                    )  # fmt: skip
-            for method in cfg.methods:
-                if method == "switch-async" and n < 2:
-                    progress("  switch-async x1: not applicable (an asynchronous job needs 2+ workers)")
-                    cfg.results += [
-                        {"method": method, "workers": n, "size_kb": kb, "size_bytes": kb * KB,
-                         "error": "not applicable: an asynchronous job needs at least 2 workers",
-                         "not_applicable": True}
-                        for kb in cfg.sizes_kb
-                    ]  # fmt: skip
-                    cfg.save()
-                    continue
-                est = estimate_config_s(method, n, cfg.sizes_kb, cfg.repeat, cfg.big_repeat)
-                progress(f"  {method} x{n}: starting (estimate ~{est:.0f} s)")
-                run_method(cfg, tb, method, n)
+        for wi, vpp in enumerate(cfg.values_per_packet):
+            # the switch methods at every width, ps and gloo (no packet width) once
+            methods = [m for m in cfg.methods if m.startswith("switch") or wi == 0]
+            if not methods:
+                continue
+            progress(f"workers={n}: building a star of {n} worker(s) + 1 parameter-server host on one switch "
+                     f"(innet.p4 at {vpp} values per packet)")  # fmt: skip
+            t0 = time.monotonic()
+            with star(n + 1, values_per_packet=vpp) as tb:
+                progress(f"workers={n}: testbed up in {time.monotonic() - t0:.1f} s")
+                fail_dns_fast(tb)
+                _run_testbed(cfg, tb, Testbed(tb.switches, tb.workers[:n]), methods, n, vpp)
+
+
+def _run_testbed(cfg: Config, tb, job_net, methods: list[str], n: int, vpp: int) -> None:
+    """``methods`` with n workers on one star (``job_net``: the workers, not the PS host, are the
+    jobs' members), the switch compiled for ``vpp`` values per packet."""
+    if "switch" in methods:
+        job_net.install_job(JOB_ID, 0, cfg.slots, udp_port=MEMBER_UDP_PORT, values_per_packet=vpp)
+    if "switch-fixed" in methods:
+        job_net.install_job(FIXED_JOB_ID, cfg.slots, cfg.slots, udp_port=MEMBER_UDP_PORT + 1,
+                            values_per_packet=vpp)  # fmt: skip
+    if "switch-async" in methods and n >= 2:
+        for i in range(len(cfg.sizes_kb)):
+            job_net.install_job(
+                ASYNC_JOB_BASE + i, cfg.slots * (2 + i), cfg.slots,
+                threshold=async_threshold(cfg, n), udp_port=MEMBER_UDP_PORT + 2 + i, values_per_packet=vpp,
+            )  # fmt: skip
+    for method in methods:
+        if method == "switch-async" and n < 2:
+            progress("  switch-async x1: not applicable (an asynchronous job needs 2+ workers)")
+            cfg.results += [
+                {"method": method, "workers": n, "size_kb": kb, "size_bytes": kb * KB,
+                 "values_per_packet": vpp,
+                 "error": "not applicable: an asynchronous job needs at least 2 workers",
+                 "not_applicable": True}
+                for kb in cfg.sizes_kb
+            ]  # fmt: skip
+            cfg.save()
+            continue
+        est = estimate_config_s(method, n, cfg.sizes_kb, cfg.repeat, cfg.big_repeat, vpp)
+        progress(f"  {method} x{n}: starting (estimate ~{est:.0f} s)")
+        run_method(cfg, tb, method, n, vpp)
 
 
 def format_table(results: list[dict], meta: dict) -> str:
@@ -791,17 +837,19 @@ def format_table(results: list[dict], meta: dict) -> str:
         "",
     ]
     head = (
-        f"{'method':<12} {'N':>2} {'size':>8} {'rep':>3} {'median ms':>10} {'min ms':>10} {'algbw MB/s':>10} "
-        f"{'wire/worker':>12} {'wire/size':>9} {'own count':>10} {'retx':>5} {'check':>6}"
+        f"{'method':<12} {'V':>3} {'N':>2} {'size':>8} {'rep':>3} {'median ms':>10} {'min ms':>10} "
+        f"{'algbw MB/s':>10} {'wire/worker':>12} {'wire/size':>9} {'own count':>10} {'retx':>5} {'check':>6}"
     )
     lines += [head, "-" * len(head)]
     for r in results:
+        width = r.get("values_per_packet") or "-"
         if r.get("error"):
-            where = f"{r['method']:<12} {r['workers']:>2} {size_label(r['size_bytes']):>8}"
+            where = f"{r['method']:<12} {width:>3} {r['workers']:>2} {size_label(r['size_bytes']):>8}"
             lines.append(f"{where}   ERROR: {r['error']}")
             continue
         lines.append(
-            f"{r['method']:<12} {r['workers']:>2} {size_label(r['size_bytes']):>8} {r['repeat']:>3} "
+            f"{r['method']:<12} {width:>3} {r['workers']:>2} {size_label(r['size_bytes']):>8} "
+            f"{r['repeat']:>3} "
             f"{r['median_s'] * 1e3:>10.1f} {r['min_s'] * 1e3:>10.1f} {r['algbw_MBps']:>10.2f} "
             f"{size_label(r['wire_tx_rx_bytes_per_worker_per_call']):>12} "
             f"{r['wire_tx_rx_bytes_per_worker_per_call'] / r['size_bytes']:>9.2f} "
@@ -810,6 +858,8 @@ def format_table(results: list[dict], meta: dict) -> str:
         )
     lines += [
         "",
+        "V = values per packet of the switch methods (the switch's program compiled for it; - for ps "
+        "and gloo). "
         "switch-fixed = switch with a fixed exponent (no bootstrap round): the control for switch-async. "
         "switch-async: threshold k of N workers (JSON: threshold, mean_count_timed = workers summed per "
         "received chunk, missing_chunks_* = chunks a worker fell behind on), checked per chunk against "
@@ -849,6 +899,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the last worker (with 2+ workers) sleeps this long before each timed call, as a "
                    "slow compute step; a call's time is then the slowest of the other workers "
                    "(default 0: no straggler)")
+    p.add_argument("--values-per-packet", type=int_list, default=None,
+                   help="comma-separated widths the switch methods run at, each on a switch whose innet.p4 "
+                   "is compiled for it (32, 64, 256; default: the program's default, 64); ps and gloo run "
+                   "once. Each result's values_per_packet says which width it used")
     p.add_argument("--async-threshold", type=int, default=0,
                    help="switch-async: workers per chunk result, capped at N-1 (default: N-1)")
     p.add_argument("--quick", action="store_true",
@@ -878,6 +932,7 @@ def main(argv: list[str] | None = None) -> int:
                          else DEFAULT_OUT),  # fmt: skip
         async_threshold=args.async_threshold,
         straggler_ms=args.straggler_ms,
+        values_per_packet=args.values_per_packet or [_default_width()],
     )
     if (cfg.repeat < 1 or cfg.big_repeat < 1 or not 1 <= cfg.slots <= 1024 or cfg.async_threshold < 0
             or cfg.straggler_ms < 0):  # fmt: skip
@@ -885,7 +940,14 @@ def main(argv: list[str] | None = None) -> int:
               "--straggler-ms >= 0",
               file=sys.stderr)  # fmt: skip
         return 2
-    from host_agents.agg_protocol import MAX_JOBS, POOL_SLOTS
+    from host_agents.agg_protocol import MAX_JOBS, POOL_SLOTS, SUPPORTED_VALUES_PER_PACKET
+
+    widths = cfg.values_per_packet
+    if set(widths) - set(SUPPORTED_VALUES_PER_PACKET) or len(set(widths)) != len(widths):
+        known = ", ".join(map(str, SUPPORTED_VALUES_PER_PACKET))
+        print(f"error: --values-per-packet takes distinct widths of {known} (innet.p4's "
+              f"AGG_VALUES_PER_PACKET), got {','.join(map(str, widths))}", file=sys.stderr)  # fmt: skip
+        return 2
 
     jobs = 2 + (len(cfg.sizes_kb) if "switch-async" in cfg.methods else 0)
     if jobs * cfg.slots > POOL_SLOTS or ASYNC_JOB_BASE + len(cfg.sizes_kb) > MAX_JOBS:
@@ -911,19 +973,22 @@ def main(argv: list[str] | None = None) -> int:
             "big_repeat": cfg.big_repeat, "big_size_bytes": BIG_SIZE_BYTES, "slots": cfg.slots, "seed": SEED,
             "async_threshold": "N-1" if not cfg.async_threshold else f"min({cfg.async_threshold}, N-1)",
             "straggler_ms": cfg.straggler_ms,
+            "values_per_packet": cfg.values_per_packet,  # the switch methods' widths (each result: its own)
             "kb_bytes": KB,
         },
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "interrupted": False,
     }
     total = sum(
-        estimate_config_s(m, n, cfg.sizes_kb, cfg.repeat, cfg.big_repeat) + 2 + n
-        for n in cfg.workers for m in cfg.methods
+        estimate_config_s(m, n, cfg.sizes_kb, cfg.repeat, cfg.big_repeat, v) + 2 + n
+        for n in cfg.workers for i, v in enumerate(cfg.values_per_packet) for m in cfg.methods
+        if m.startswith("switch") or i == 0
     )
     progress(NOTE)
     progress(
         f"workers {cfg.workers}, sizes {cfg.sizes_kb} KB, methods {cfg.methods}, repeat {cfg.repeat} "
-        f"({cfg.big_repeat} above 1 MB), window {cfg.slots} slots; rough estimate ~{total / 60:.1f} min"
+        f"({cfg.big_repeat} above 1 MB), window {cfg.slots} slots, switch methods at "
+        f"{','.join(map(str, cfg.values_per_packet))} values per packet; rough estimate ~{total / 60:.1f} min"
     )
 
     return run_and_report(cfg, run, format_table)

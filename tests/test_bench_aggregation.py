@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -66,3 +67,23 @@ def test_fixed_exponent_bounds_every_workers_input_tightly() -> None:
     peak = max(float(input_tensor(SEED, w, NUMEL, 0).abs().max()) for w in range(WORKERS))
     assert peak < math.ldexp(1.0, e)
     assert peak >= math.ldexp(1.0, e - 1)
+
+
+def test_switch_workers_are_told_their_width_and_results_name_it() -> None:
+    """--values-per-packet 64,256: each switch worker gets the width its switch was compiled for;
+    results of switch methods carry it, ps and gloo none; the table shows it."""
+    from types import SimpleNamespace
+
+    from bench.aggregation import Config, format_table, width_of, worker_argv
+
+    cfg = Config(workers=[2], sizes_kb=[10], methods=["switch", "gloo"], repeat=1, big_repeat=1, slots=8,
+                 out=Path("unused.json"), values_per_packet=[64, 256])  # fmt: skip
+    host = SimpleNamespace(pair=SimpleNamespace(ns_if="eth0"))
+    tb = SimpleNamespace(workers=[SimpleNamespace(ip=f"10.0.{i + 1}.1", host=host) for i in range(3)])
+    argv = worker_argv(cfg, "switch", 2, 0, tb, {}, 256)
+    assert argv[argv.index("--values-per-packet") + 1] == "256"
+    assert "--values-per-packet" not in worker_argv(cfg, "gloo", 2, 0, tb, {}, 256)
+    assert (width_of("switch-async", 256), width_of("ps", 256)) == (256, None)
+    row = {"method": "switch", "values_per_packet": 256, "workers": 2, "size_bytes": 10_000, "error": "x"}
+    meta = {"host": {"cpus": 2, "machine": "x86_64"}, "config": {"slots": 8}}
+    assert "switch       256  2    10 KB   ERROR: x" in format_table([row], meta)
