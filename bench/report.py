@@ -62,6 +62,12 @@ APEX_DQN_LIMIT = (
     "every batch, waits for replay round trips and shares the CPUs with the actors and the replay server. "
     "One run's ratio is a lottery: over 6 seeds on the 2-CPU VM it ranged 0.45-1.8x (median 1.0)"
 )
+# the benchmark (bench.run_all's name) that measures each target's figure
+TARGET_BENCH = {
+    "agg_gloo": "aggregation", "agg_ps": "aggregation", "learning_dp": "learning-dp",
+    "sample_same_server": "replay", "make_run_time": "make-run", "make_run_comm": "make-run",
+    "apex_dqn": "learning-apex",
+}  # fmt: skip
 # the allreduce points of the (d) targets: (workers, size KB)
 AGG_TARGET_POINTS = ((4, 100), (4, 1000), (8, 100), (8, 1000))
 AGG_BOUNDS = {"agg_gloo": 1.0, "agg_ps": 0.7}
@@ -1144,7 +1150,12 @@ class Report:
         self.section_status()
         for key, (figure, _) in TARGETS.items():  # every target has a row, measured or not
             if key not in self.targets_shown:
-                self.headline(figure, NOT_MEASURED, "-", key)
+                bench = TARGET_BENCH[key]
+                rec = (self.run_all.get("benchmarks") or {}).get(bench)
+                why = "-"
+                if rec:
+                    why = f"`{bench}`: {rec.get('status')}: {rec.get('reason') or ''}".rstrip(": ")
+                self.headline(figure, NOT_MEASURED, why, key)
         head = ["## Headline ratios", ""]
         head += md_table(["figure", "ratio (this run)", "target (issue 15)", "met?", "what limits it"],
                          self.headlines)  # fmt: skip

@@ -144,6 +144,10 @@ def test_missing_data_says_not_measured(tmp_path: Path) -> None:
     assert "`replay`: skipped: needs root" in text
     assert "`ratio`: failed: exit code 1" in text
     assert "`scale_model`: no result file" in text
+    # a target whose benchmark did not run says why in its row
+    head = text.split("## Headline ratios")[1].split("\n## ")[0]
+    assert "| (c) sample latency, in-network sampling vs the same server | not measured in this run | " \
+        ">= 1.3x (host-sockets / switch) | - | `replay`: skipped: needs root |" in head
     assert (tmp_path / "out" / "report-aggregation.png").is_file()
     assert not (tmp_path / "out" / "report-replay.png").exists()
     assert "Machine: Fixture CPU, 2 CPUs (from run_all.json)" in text
