@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import select
 import socket
 import time
@@ -177,6 +178,9 @@ class AggregationClient:
         self._srtt: float | None = None
         self._rttvar = 0.0
         self._bio = self._batch_socket() if batched is not False else None
+        # synchronous jobs on the batched path run the whole protocol in C (aggc_run); False
+        # keeps the NumPy batched path (the asynchronous jobs' path), for comparison
+        self.use_engine = True
         if batched and self._bio is None:
             raise RuntimeError("batched I/O was asked for, but host_agents/aggio.c cannot be built here")
 
@@ -257,7 +261,10 @@ class AggregationClient:
             local_exp = np.full(chunks, self.fixed_exponent + EXP_BIAS, np.int64)
         else:
             local_exp = block_exponents(blocks)
-        run = self._run_batched if self._bio is not None else self._run
+        if self._bio is not None and self.use_engine and not self.asynchronous:
+            run = self._run_engine
+        else:
+            run = self._run_batched if self._bio is not None else self._run
         result, info, stats = run(blocks, local_exp)
         self.last_info, self.last_stats = info, stats
         self.totals.add(stats)
@@ -358,6 +365,83 @@ class AggregationClient:
                     pending -= 1
         stats.seconds = time.perf_counter() - start
         return result, info, stats
+
+    # ---- synchronous jobs: the protocol loop in C (host_agents/aggio.c, aggc_run) ----
+
+    def _run_engine(
+        self, blocks: np.ndarray, local_exp: np.ndarray
+    ) -> tuple[np.ndarray, ChunkInfo, AllreduceStats]:
+        """What :meth:`_run_batched` does for a synchronous job, with the per-packet work
+        (quantize, pack, match, descale, retransmit) in C: Python's cost no longer grows with
+        the packets of a call. The arrays handed to C are locals of this frame: they outlive
+        every aggc_run call."""
+        bio = self._bio
+        assert bio is not None and not self.asynchronous
+        ffi, lib = bio._io.ffi, bio._lib
+        chunks, vpp = blocks.shape
+        n_active = min(self.num_slots, chunks)
+        dynamic = self.fixed_exponent is None
+        blocks32 = np.ascontiguousarray(blocks, np.float32)
+        lexp = np.ascontiguousarray(local_exp, np.int64)
+        agreed = (np.zeros(chunks, np.int64) if dynamic
+                  else np.full(chunks, self.fixed_exponent + EXP_BIAS, np.int64))  # fmt: skip
+        result = np.zeros_like(blocks32)
+        info = ChunkInfo(*(np.zeros(chunks, np.int64) for _ in range(4)))
+        rounds = np.array([s.round for s in self.slots], np.int64)
+        cur, tries = np.zeros(n_active, np.int64), np.zeros(n_active, np.int64)
+        sent_at, first_sent = np.zeros(n_active), np.zeros(n_active)
+        sendq = np.zeros(max(1, n_active), np.int32)
+
+        def p(ctype: str, a: np.ndarray) -> object:
+            return ffi.cast(ctype, a.ctypes.data)
+
+        c = ffi.new("struct aggc_call *")
+        c.fd, c.ip_be, c.port_be = bio._fd, bio._ip_be, bio._port_be
+        c.job_id, c.worker_id = self.job_id, self.worker_id
+        c.vpp, c.chunks, c.slots, c.n_active = vpp, chunks, self.num_slots, n_active
+        c.headroom = max(0, math.ceil(math.log2(max(1, self.num_workers))))
+        c.dynamic = int(dynamic)
+        c.version = self.version & 0xFFFFFFFF
+        c.row, c.rx_rows = bio.tx.shape[1], bio.rx.shape[0]
+        c.timeout_s, c.min_rto, c.max_tries = self.timeout, MIN_RTO, self.max_tries
+        c.frame_overhead = FRAME_OVERHEAD
+        c.blocks, c.local_exp, c.agreed = p("float *", blocks32), p("int64_t *", lexp), p("int64_t *", agreed)
+        c.result = p("float *", result)
+        c.count, c.bitmap = p("int64_t *", info.count), p("int64_t *", info.bitmap)
+        c.vlo, c.vhi = p("int64_t *", info.version_lo), p("int64_t *", info.version_hi)
+        c.rounds, c.cur, c.tries = p("int64_t *", rounds), p("int64_t *", cur), p("int64_t *", tries)
+        c.sent_at, c.first_sent = p("double *", sent_at), p("double *", first_sent)
+        c.sendq = p("int32_t *", sendq)
+        c.tx, c.rx, c.tx_len, c.rx_len = bio._tx_p, bio._rx_p, bio._tx_len_p, bio._rx_len_p
+        c.srtt, c.rttvar, c.rto = self._srtt or 0.0, self._rttvar, self.rto
+        c.have_rtt = int(self._srtt is not None)
+        start = time.perf_counter()
+        try:
+            while (r := lib.aggc_run(c)) == 1:
+                pass  # a signal: Python ran its handler; carry on where the call was
+        finally:
+            for i in range(n_active):  # round counters go on across calls, whichever path runs
+                self.slots[i].round = int(rounds[i])
+            if c.have_rtt:
+                self._srtt, self._rttvar = c.srtt, c.rttvar
+            self.rto = c.rto
+        stats = AllreduceStats(
+            packets_sent=c.packets_sent, packets_received=c.packets_received,
+            retransmissions=c.retransmissions, bytes_sent=c.bytes_sent, bytes_received=c.bytes_received,
+            seconds=time.perf_counter() - start,
+        )  # fmt: skip
+        if r == -1:  # the call's stats are not published: it has no result
+            raise AggregationTimeout(
+                f"job {self.job_id} worker {self.worker_id}: no result for slot {c.err_slot} round "
+                f"{c.err_round} after {c.err_tries} tries in {self.timeout * self.max_tries:g} s; is the "
+                f"switch at {self.switch[0]} up, the job installed and every member running? "
+                + self._width_hint()
+            )
+        if r == -2:
+            self._on_stale(_Slot(c.err_slot, round=c.err_round), c.err_held, 0, stats)  # raises
+        if r < 0:
+            raise OSError(c.err_errno, f"aggregation I/O: {os.strerror(c.err_errno)}")
+        return result.astype(blocks.dtype, copy=False), info, stats
 
     # ---- batched path: a window of packets per system call, packed and parsed as arrays ----
 

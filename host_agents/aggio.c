@@ -117,3 +117,308 @@ int aggio_recv(int fd, uint8_t *table, uint32_t stride, uint32_t *lens, int max,
     }
     return got;
 }
+
+/* ---- the synchronous allreduce protocol, run whole in C ------------------------------------
+ *
+ * The same protocol as AggregationClient's NumPy path (docs/protocol.md) for synchronous jobs:
+ * slot s of the n_active = min(slots, chunks) slots carries chunks s, s + W, s + 2W, ... one
+ * round each; with an exponent agreed through the switch (dynamic) every slot first runs a
+ * header-only bootstrap round that announces its first chunk's exponent. A RESULT for the
+ * slot's outstanding round completes it: the values are descaled into `result`, the next
+ * round is sent. An unanswered round is sent again after the adaptive timeout (doubled per
+ * try); after timeout_s * max_tries the call fails. Python keeps what does not pay per packet:
+ * block exponents, the tensor, errors. All state lives in `struct aggc_call` and the arrays it
+ * points to, so a call interrupted by a signal resumes where it was.
+ */
+#include <math.h>
+
+#define AGG_HEADER_BYTES 28
+#define AGG_OP_DATA 1
+#define AGG_OP_RESULT 2
+#define AGG_OP_STALE 3
+#define AGG_FLAG_RETX 1
+#define AGG_EXP_BIAS 128
+
+struct aggc_call {
+    /* the job and the socket */
+    int fd;
+    uint32_t ip_be;
+    uint16_t port_be;
+    uint8_t job_id, worker_id;
+    int32_t vpp, chunks, slots, n_active, headroom, dynamic;
+    uint32_t version;
+    uint32_t row;                 /* bytes per row of tx and rx */
+    int32_t rx_rows;
+    double timeout_s, min_rto;
+    int32_t max_tries;
+    uint32_t frame_overhead;
+    /* arrays (caller-owned) */
+    const float *blocks;          /* chunks x vpp */
+    const int64_t *local_exp;     /* chunks: biased exponent of each chunk */
+    int64_t *agreed;              /* chunks: the job's exponent of each chunk (fixed: preset) */
+    float *result;                /* chunks x vpp */
+    int64_t *count, *bitmap, *vlo, *vhi; /* chunks */
+    int64_t *rounds;              /* slots: 32-bit round counter of each slot, kept across calls */
+    int64_t *cur;                 /* n_active: round index within this call (-1: bootstrap) */
+    int64_t *tries;               /* n_active: sends of the outstanding round (0: none out) */
+    double *sent_at, *first_sent; /* n_active */
+    int32_t *sendq;               /* n_active: rows to send next */
+    uint32_t *tx_len;             /* slots */
+    uint8_t *tx, *rx;             /* slots x row, rx_rows x row */
+    uint32_t *rx_len;             /* rx_rows */
+    /* the adaptive retransmission timeout (RFC 6298), kept across calls */
+    double srtt, rttvar, rto;
+    int32_t have_rtt;
+    /* progress and results */
+    int32_t started, pending;
+    int64_t packets_sent, packets_received, retransmissions, bytes_sent, bytes_received;
+    int32_t err_slot;             /* the slot that failed (timeout or a stale round) */
+    int64_t err_round, err_held, err_tries;
+    int32_t err_errno;
+};
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void put16(uint8_t *p, uint32_t v) { p[0] = (uint8_t)(v >> 8); p[1] = (uint8_t)v; }
+static void put32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24); p[1] = (uint8_t)(v >> 16); p[2] = (uint8_t)(v >> 8); p[3] = (uint8_t)v;
+}
+static uint32_t get16(const uint8_t *p) { return (uint32_t)p[0] << 8 | p[1]; }
+static uint32_t get32(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* scale_for() of agg_protocol.py: 2^(30 - e - headroom), 1 for an all-zero chunk (e = 0) */
+static double chunk_scale(const struct aggc_call *c, int64_t biased)
+{
+    if (biased == 0)
+        return 1.0;
+    return ldexp(1.0, (int)(30 - (biased - AGG_EXP_BIAS) - c->headroom));
+}
+
+/* chunk of slot s's round r in this call; -1 for the bootstrap round or past the slot's last */
+static int64_t chunk_of(const struct aggc_call *c, int32_t s, int64_t r)
+{
+    if (r < 0)
+        return -1;
+    int64_t chunk = (int64_t)s + (int64_t)c->slots * r;
+    return chunk < c->chunks ? chunk : -1;
+}
+
+static double rto_for(const struct aggc_call *c, int64_t tries)
+{
+    int64_t k = tries - 1 < 16 ? tries - 1 : 16;
+    double t = ldexp(c->rto, (int)(k > 0 ? k : 0));
+    return t < c->timeout_s ? t : c->timeout_s;
+}
+
+/* Writes slot s's next round into its tx row and queues it. */
+static void launch(struct aggc_call *c, int32_t s, int32_t *nq, double now)
+{
+    uint8_t *p = c->tx + (size_t)s * c->row;
+    c->rounds[s] += 1;
+    int64_t r = c->cur[s], chunk = chunk_of(c, s, r), next = chunk_of(c, s, r + 1);
+    p[0] = AGG_OP_DATA;
+    p[1] = 0;
+    p[2] = c->job_id;
+    p[3] = c->worker_id;
+    put16(p + 4, (uint32_t)s);
+    put16(p + 6, (uint32_t)(c->rounds[s] & 0xFFFF));
+    p[8] = (uint8_t)(next >= 0 ? c->local_exp[next] : 0);
+    p[9] = 0;
+    put16(p + 10, chunk >= 0 ? 1u : 0u);
+    put32(p + 12, 0);
+    put32(p + 16, (uint32_t)(chunk >= 0 ? chunk : 0));
+    put32(p + 20, c->version);
+    put32(p + 24, c->version);
+    uint32_t len = AGG_HEADER_BYTES;
+    if (chunk >= 0) {
+        double scale = chunk_scale(c, c->agreed[chunk]);
+        const float *x = c->blocks + (size_t)chunk * (size_t)c->vpp;
+        uint8_t *v = p + AGG_HEADER_BYTES;
+        for (int32_t i = 0; i < c->vpp; i++) {
+            double q = nearbyint((double)x[i] * scale); /* half to even, as np.rint */
+            int32_t w = q >= 2147483647.0 ? INT32_MAX : q <= -2147483648.0 ? INT32_MIN : (int32_t)q;
+            put32(v + 4 * (size_t)i, (uint32_t)w);
+        }
+        len += 4u * (uint32_t)c->vpp;
+    }
+    c->tx_len[s] = len;
+    c->sendq[(*nq)++] = s;
+    c->sent_at[s] = c->first_sent[s] = now;
+    c->tries[s] = 1;
+}
+
+static int flush(struct aggc_call *c, int32_t *nq)
+{
+    if (*nq == 0)
+        return 0;
+    int done = 0;
+    while (done < *nq) {
+        int r = aggio_send(c->fd, c->tx, c->row, c->sendq + done, c->tx_len, *nq - done, c->ip_be, c->port_be,
+                           1000000000);
+        if (r <= 0) {
+            c->err_errno = r < 0 ? -r : EAGAIN;
+            return -3;
+        }
+        for (int k = done; k < done + r; k++) {
+            c->packets_sent += 1;
+            c->bytes_sent += c->tx_len[c->sendq[k]] + c->frame_overhead;
+        }
+        done += r;
+    }
+    *nq = 0;
+    return 0;
+}
+
+static void rtt_sample(struct aggc_call *c, double rtt)
+{
+    if (!c->have_rtt) {
+        c->srtt = rtt;
+        c->rttvar = rtt / 2;
+        c->have_rtt = 1;
+    } else {
+        c->rttvar = 0.75 * c->rttvar + 0.25 * fabs(c->srtt - rtt);
+        c->srtt = 0.875 * c->srtt + 0.125 * rtt;
+    }
+    double t = c->srtt + 4 * c->rttvar;
+    t = t > c->min_rto ? t : c->min_rto;
+    c->rto = t < c->timeout_s ? t : c->timeout_s;
+}
+
+/* One received datagram: 0 (used or ignored), -2 (the switch holds another round: the workers'
+ * counters disagree, which a synchronous job cannot repair). */
+static int absorb(struct aggc_call *c, const uint8_t *p, uint32_t n, int32_t *nq, double now)
+{
+    c->packets_received += 1;
+    c->bytes_received += n + c->frame_overhead;
+    if (n < AGG_HEADER_BYTES || p[2] != c->job_id)
+        return 0;
+    uint32_t s = get16(p + 4);
+    if (s >= (uint32_t)c->n_active || c->tries[s] == 0)
+        return 0; /* not a slot of this call, or nothing outstanding on it: a late duplicate */
+    uint32_t wire = get16(p + 6);
+    int64_t cur = c->rounds[s];
+    int match = wire == (uint32_t)(cur & 0xFFFF);
+    if (p[0] == AGG_OP_STALE && !match) {
+        uint32_t delta = (wire - (uint32_t)cur) & 0xFFFF;
+        c->err_slot = (int32_t)s;
+        c->err_round = cur;
+        c->err_held = cur + (delta >= 0x8000 ? (int64_t)delta - 0x10000 : (int64_t)delta);
+        return -2;
+    }
+    if (p[0] != AGG_OP_RESULT || !match)
+        return 0;
+    int64_t r = c->cur[s], chunk = chunk_of(c, (int32_t)s, r);
+    if (chunk >= 0 && n < AGG_HEADER_BYTES + 4u * (uint32_t)c->vpp)
+        return 0;
+    if (chunk >= 0) {
+        double scale = chunk_scale(c, c->agreed[chunk]);
+        float *out = c->result + (size_t)chunk * (size_t)c->vpp;
+        const uint8_t *v = p + AGG_HEADER_BYTES;
+        for (int32_t i = 0; i < c->vpp; i++) {
+            uint32_t u = get32(v + 4 * (size_t)i);
+            int64_t w = u <= INT32_MAX ? (int64_t)u : (int64_t)u - 4294967296LL;
+            out[i] = (float)((double)w / scale);
+        }
+        c->count[chunk] = get16(p + 10);
+        c->bitmap[chunk] = get32(p + 12);
+        c->vlo[chunk] = get32(p + 20);
+        c->vhi[chunk] = get32(p + 24);
+    }
+    int64_t next = chunk_of(c, (int32_t)s, r + 1);
+    if (c->dynamic && next >= 0)
+        c->agreed[next] = p[8];
+    if (c->tries[s] == 1) /* a retransmitted round's reply times no single send (Karn) */
+        rtt_sample(c, now - c->sent_at[s]);
+    c->tries[s] = 0;
+    c->cur[s] = r + 1;
+    if (next >= 0)
+        launch(c, (int32_t)s, nq, now);
+    else
+        c->pending -= 1;
+    return 0;
+}
+
+/* Runs (or resumes) the call. 0: every chunk has its result; 1: a signal arrived (call again
+ * after Python has handled it); -1: a slot got no result in timeout_s * max_tries (err_*);
+ * -2: the switch holds another round of a slot (err_*); -3: a socket error (err_errno). */
+int aggc_run(struct aggc_call *c)
+{
+    int32_t nq = 0;
+    if (!c->started) {
+        c->started = 1;
+        c->pending = c->n_active;
+        double now = now_s();
+        for (int32_t s = 0; s < c->n_active; s++) {
+            c->cur[s] = c->dynamic ? -1 : 0;
+            launch(c, s, &nq, now);
+        }
+        if (flush(c, &nq) < 0)
+            return -3;
+    }
+    while (c->pending > 0) {
+        /* retransmit what is due; the earliest next deadline bounds the wait */
+        double now = now_s(), deadline = now + c->timeout_s;
+        for (int32_t s = 0; s < c->n_active; s++) {
+            if (c->tries[s] == 0)
+                continue;
+            double due = c->sent_at[s] + rto_for(c, c->tries[s]);
+            if (due <= now) {
+                if (now - c->first_sent[s] >= c->timeout_s * c->max_tries) {
+                    c->err_slot = s;
+                    c->err_round = c->rounds[s];
+                    c->err_tries = c->tries[s];
+                    return -1;
+                }
+                c->tx[(size_t)s * c->row + 1] = AGG_FLAG_RETX;
+                c->tries[s] += 1;
+                c->sent_at[s] = now;
+                c->retransmissions += 1;
+                c->sendq[nq++] = s;
+                due = now + rto_for(c, c->tries[s]);
+            }
+            if (due < deadline)
+                deadline = due;
+        }
+        if (flush(c, &nq) < 0)
+            return -3;
+        double wait = deadline - now_s();
+        struct pollfd pfd = {.fd = c->fd, .events = POLLIN, .revents = 0};
+        struct timespec ts;
+        if (wait < 0)
+            wait = 0;
+        ts.tv_sec = (time_t)wait;
+        ts.tv_nsec = (long)((wait - (double)ts.tv_sec) * 1e9);
+        int w = ppoll(&pfd, 1, &ts, NULL);
+        if (w < 0) {
+            if (errno == EINTR)
+                return 1;
+            c->err_errno = errno;
+            return -3;
+        }
+        if (w == 0)
+            continue;
+        int k = aggio_recv(c->fd, c->rx, c->row, c->rx_len, c->rx_rows, 0);
+        if (k < 0) {
+            c->err_errno = -k;
+            return -3;
+        }
+        now = now_s();
+        for (int i = 0; i < k; i++) {
+            int r = absorb(c, c->rx + (size_t)i * c->row, c->rx_len[i], &nq, now);
+            if (r < 0)
+                return r;
+        }
+        if (flush(c, &nq) < 0)
+            return -3;
+    }
+    return 0;
+}

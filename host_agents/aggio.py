@@ -26,6 +26,41 @@ CDEF = """
 int aggio_send(int fd, const uint8_t *table, uint32_t stride, const int32_t *rows, const uint32_t *lens,
                int n, uint32_t ip_be, uint16_t port_be, int64_t full_wait_ns);
 int aggio_recv(int fd, uint8_t *table, uint32_t stride, uint32_t *lens, int max, int64_t timeout_ns);
+
+struct aggc_call {
+    int fd;
+    uint32_t ip_be;
+    uint16_t port_be;
+    uint8_t job_id, worker_id;
+    int32_t vpp, chunks, slots, n_active, headroom, dynamic;
+    uint32_t version;
+    uint32_t row;
+    int32_t rx_rows;
+    double timeout_s, min_rto;
+    int32_t max_tries;
+    uint32_t frame_overhead;
+    const float *blocks;
+    const int64_t *local_exp;
+    int64_t *agreed;
+    float *result;
+    int64_t *count, *bitmap, *vlo, *vhi;
+    int64_t *rounds;
+    int64_t *cur;
+    int64_t *tries;
+    double *sent_at, *first_sent;
+    int32_t *sendq;
+    uint32_t *tx_len;
+    uint8_t *tx, *rx;
+    uint32_t *rx_len;
+    double srtt, rttvar, rto;
+    int32_t have_rtt;
+    int32_t started, pending;
+    int64_t packets_sent, packets_received, retransmissions, bytes_sent, bytes_received;
+    int32_t err_slot;
+    int64_t err_round, err_held, err_tries;
+    int32_t err_errno;
+};
+int aggc_run(struct aggc_call *c);
 """
 
 
@@ -45,10 +80,17 @@ _LOADED: AggIO | AggIOUnavailable | None = None
 
 
 def _build() -> Path:
-    from softswitch.native import NativeBuildError, build_helper  # the project's one C build recipe
+    from softswitch.native import (  # the project's one C build recipe
+        SANITIZE_CFLAGS,
+        NativeBuildError,
+        build_helper,
+        sanitizers_active,
+    )
 
+    # under tests/test_native_sanitizers.py's child run, with ASan + UBSan like the switch's C
+    flags = CFLAGS + SANITIZE_CFLAGS if sanitizers_active() else CFLAGS
     try:
-        return build_helper(SOURCE, CFLAGS, "compiling host_agents/aggio.c")
+        return build_helper(SOURCE, flags, "compiling host_agents/aggio.c", libs=("-lm",))
     except (NativeBuildError, OSError) as e:
         raise AggIOUnavailable(str(e)) from None
 

@@ -18,6 +18,7 @@ from host_agents.agg_protocol import (
     FLAG_RETX,
     HEADER_BYTES,
     OP_RESULT,
+    OP_STALE,
     AggHeaderFields,
 )
 from host_agents.aggio import AggIOUnavailable
@@ -133,14 +134,16 @@ class _ScriptedSwitch(threading.Thread):
 
 
 @pytest.mark.parametrize("values_per_packet", [DEFAULT_VALUES_PER_PACKET, 256])
-@pytest.mark.parametrize("batched", [True, False])
-def test_loss_duplicates_and_strays_leave_the_exact_result(batched: bool, values_per_packet: int) -> None:
-    """Over a scripted switch that loses, duplicates and misdirects replies, both paths return
-    the input (one worker: the sum is the tensor itself, within the fixed-point bound) and agree
-    to the bit; the batched one retransmits what was lost, once per loss at least. At the default
-    width and at 256 values per packet."""
+@pytest.mark.parametrize("path", ["engine", "numpy", "per-packet"])
+def test_loss_duplicates_and_strays_leave_the_exact_result(path: str, values_per_packet: int) -> None:
+    """Over a scripted switch that loses, duplicates and misdirects replies, every path (the C
+    protocol loop of synchronous jobs, the NumPy batched path, one socket call per packet) returns
+    the input (one worker: the sum is the tensor itself, within the fixed-point bound); the
+    batched ones retransmit what was lost, once per loss at least. At the default width and at
+    256 values per packet."""
     sw = _ScriptedSwitch()
     sw.start()
+    batched = path != "per-packet"
     try:
         x = torch.from_numpy(np.random.default_rng(3).standard_normal(5003).astype(np.float32) * 50)
         with AggregationClient(
@@ -148,6 +151,7 @@ def test_loss_duplicates_and_strays_leave_the_exact_result(batched: bool, values
             values_per_packet=values_per_packet,
         ) as c:
             assert c.batched is batched
+            c.use_engine = path == "engine"
             outs = [c.allreduce(x) for _ in range(3)]
             chunks = -(-x.numel() // values_per_packet)
             assert sw.lengths == {HEADER_BYTES, HEADER_BYTES + 4 * values_per_packet}
@@ -161,6 +165,64 @@ def test_loss_duplicates_and_strays_leave_the_exact_result(batched: bool, values
         assert torch.equal(y, outs[0])
         assert torch.allclose(y, x, atol=1e-5, rtol=0)
     assert sw.added == 3 * chunks  # each chunk's contribution counted once
+
+
+@pytest.mark.parametrize("fixed_exponent", [None, 8])
+def test_c_protocol_loop_and_numpy_path_agree_to_the_bit(fixed_exponent: int | None) -> None:
+    """The C loop (aggc_run) and the NumPy batched path quantize, descale and count alike: the
+    same tensors through the same lossy scripted switch give the same bits, the same chunk
+    info and the same round counters; both agreed exponents and a fixed one."""
+    rng = np.random.default_rng(11)
+    xs = [torch.from_numpy((rng.standard_normal(3001) * 10.0 ** rng.integers(-3, 3, 3001)).astype(np.float32))
+          for _ in range(3)]
+    xs[1][:700] = 0.0  # all-zero chunks: exponent 0, scale 1
+    got = {}
+    for engine in (True, False):
+        sw = _ScriptedSwitch()
+        sw.start()
+        try:
+            with AggregationClient(sw.sock.getsockname(), 1, 0, 3, 8, bind=("127.0.0.1", 0), timeout=0.05,
+                                   fixed_exponent=fixed_exponent) as c:  # fmt: skip
+                c.use_engine = engine
+                outs = []
+                for x in xs:
+                    outs.append(c.allreduce(x))
+                    info = c.last_info
+                got[engine] = (outs, info, [s.round for s in c.slots], c.totals.packets_received)
+        finally:
+            sw.stop.set()
+            sw.join()
+    (a, ia, ra, pa), (b, ib, rb, pb) = got[True], got[False]
+    for ya, yb in zip(a, b, strict=True):
+        assert torch.equal(ya, yb)
+    assert ra == rb and pa > 0 and pb > 0
+    for f in ("count", "bitmap", "version_lo", "version_hi"):
+        assert np.array_equal(getattr(ia, f), getattr(ib, f)), f
+
+
+def test_c_protocol_loop_stale_round_is_an_error() -> None:
+    """A synchronous worker whose round counter disagrees with the switch's (a STALE reply for
+    its slot) fails with the same error on the C path as on the NumPy one."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.settimeout(5)
+
+    def stale_switch() -> None:
+        data, addr = sock.recvfrom(2048)
+        h = AggHeaderFields.unpack(data)
+        h.op, h.round = OP_STALE, h.round + 3
+        sock.sendto(h.pack(), addr)
+
+    t = threading.Thread(target=stale_switch, daemon=True)
+    t.start()
+    try:
+        with AggregationClient(sock.getsockname(), 1, 0, 1, 4, bind=("127.0.0.1", 0), timeout=0.05) as c:
+            assert c.batched and c.use_engine
+            with pytest.raises(RuntimeError, match="holds round 4 of slot 0, this worker is at round 1"):
+                c.allreduce(torch.ones(10))
+    finally:
+        t.join()
+        sock.close()
 
 
 def test_fallback_to_per_packet_io_warns_once(monkeypatch: pytest.MonkeyPatch, caplog) -> None:

@@ -1,4 +1,5 @@
-"""The native backend's C (runtime + generated programs) under AddressSanitizer and
+"""The native backend's C (runtime + generated programs) and the aggregation client's
+(host_agents/aggio.c) under AddressSanitizer and
 UndefinedBehaviorSanitizer: the STF corpora, the differential test, the garbage flood, the
 switch's lifecycle and switch processes forwarding over veth pairs run in a child pytest whose
 native programs are built with -fsanitize=address,undefined (and -fno-sanitize-recover, so any
@@ -23,10 +24,13 @@ CHILD_TESTS = ["tests/test_stf_corpus.py", "tests/test_innet_stf.py", "tests/tes
                "tests/test_wide_differential.py",
                # `python -m softswitch` processes (sanitized too: they inherit the environment) whose
                # C data path forwards pings and emulates links over veth pairs
-               "tests/test_softswitch_netns.py", "tests/test_softswitch_netem.py"]
+               "tests/test_softswitch_netns.py", "tests/test_softswitch_netem.py",
+               # the aggregation client's C (host_agents/aggio.c: batched I/O, the protocol loop)
+               "tests/test_agg_client.py"]
 # the native cases of the files above, and the namespace tests that start a switch process
 CHILD_SELECT = ("native or backends_agree or wide or garbage or device_config or warm_load or handler or "
-                "pings_cross or bad_requests or each_direction or saturating_burst or given_share")
+                "pings_cross or bad_requests or each_direction or saturating_burst or given_share or "
+                "loss_duplicates or agree_to_the_bit or stale_round_is")
 
 
 @pytest.mark.slow

@@ -194,20 +194,21 @@ def build_shared_object(c_source: str, sanitize: bool = False) -> Path:
     return out
 
 
-def build_helper(source: Path, cflags: list[str], what: str) -> Path:
+def build_helper(source: Path, cflags: list[str], what: str, libs: tuple[str, ...] = ()) -> Path:
     """A standalone C file of the project (e.g. host_agents/aggio.c) built into a shared object
     with the system C compiler, cached like the switch's programs by its text, the compiler and
-    the flags. Raises NativeBuildError (no compiler, a compile error)."""
+    the flags (``libs`` go after the source, e.g. ``-lm``). Raises NativeBuildError (no compiler,
+    a compile error)."""
     cc = compiler()
     text = source.read_bytes()
-    key = _digest(text, _compiler_id(cc), " ".join(cflags))
+    key = _digest(text, _compiler_id(cc), " ".join([*cflags, *libs]))
     out = cache_dir() / f"{source.stem}-{key}.so"
     if out.exists():
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=out.parent) as td:
         tmp = Path(td) / f"{source.stem}.so"
-        _run(cc.split() + cflags + [str(source), "-o", str(tmp)], what)
+        _run(cc.split() + cflags + [str(source), "-o", str(tmp), *libs], what)
         _atomic_place(tmp, out)
     return out
 
