@@ -37,6 +37,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from host_agents.agg_protocol import DEFAULT_VALUES_PER_PACKET, SUPPORTED_VALUES_PER_PACKET
+
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = ("sync-switch", "sync-gloo", "async-scaled", "async-unscaled")
 GLOO_PORT = 29500
@@ -85,6 +87,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--is-truncation", type=float, default=2.0, help="async: rho-bar (default: %(default)s)")
     p.add_argument("--slots", type=int, default=32, help="switch job slots (default: %(default)s)")
     p.add_argument(
+        "--values-per-packet", type=int, default=DEFAULT_VALUES_PER_PACKET,
+        choices=SUPPORTED_VALUES_PER_PACKET,
+        help="int32 values per aggregation packet: the switch's program is compiled for it and the "
+        "workers use it (default: %(default)s, the Tofino-compatible width; 256 for software switches)",
+    )
+    p.add_argument(
         "--worker-args", default="", help="extra arguments for every worker, e.g. '--lr 3e-4 --minibatches 2'"
     )
     p.add_argument(
@@ -111,7 +119,8 @@ def worker_argv(
                  "--gloo-ifname", w.host.pair.ns_if, "--comm-timeout-s", "120"]  # fmt: skip
     else:
         argv += ["--comm", "switch", "--switch", switch_ip(0), "--bind", f"{w.ip}:40000", "--job", str(job),
-                 "--slots", str(args.slots), "--agg-timeout-s", "0.1", "--agg-max-tries", "300"]  # fmt: skip
+                 "--slots", str(args.slots), "--agg-timeout-s", "0.1", "--agg-max-tries", "300",
+                 "--values-per-packet", str(args.values_per_packet)]  # fmt: skip
     if run.startswith("async"):
         argv += [
             "--mode",
@@ -133,7 +142,8 @@ def run_one(
 ) -> dict[str, Any]:
     if run != "sync-gloo":
         threshold = args.threshold if run.startswith("async") else None
-        tb.install_job(job, slot_base=0, num_slots=args.slots, threshold=threshold)
+        tb.install_job(job, slot_base=0, num_slots=args.slots, threshold=threshold,
+                       values_per_packet=args.values_per_packet)
     name = f"{run}-s{seed}"
     procs = []
     files = []
@@ -267,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
         "results": [],
     }
     job = 0
-    with star(args.workers) as tb:
+    with star(args.workers, values_per_packet=args.values_per_packet) as tb:
         fail_dns_fast(tb)
         for seed in seeds:
             for run in runs:

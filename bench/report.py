@@ -634,12 +634,25 @@ class Report:
         )
         if not any(r["method"] == "switch-async" for r in res):
             config += " (switch-async not in this run's results)"
+        # the switch methods may run at several packet widths: the widest (the software target's)
+        # keeps the plain name and the targets, the others are columns named method@width
+        widths = sorted({int(r["values_per_packet"]) for r in res if r.get("values_per_packet")})
+        head_w = widths[-1] if widths else None
+
+        def label(r: dict) -> str:
+            v = r.get("values_per_packet")
+            return r["method"] if v is None or v == head_w else f"{r['method']}@{v}"
+
+        if widths:
+            config += (f"; switch methods at {', '.join(map(str, widths))} values per packet (the plain "
+                       f"names are {head_w}, the others are named method@width)")  # fmt: skip
         self.head(title, d, config)
-        by = {(r["method"], r["workers"], r["size_kb"]): r["median_s"] for r in res}
-        k_of = {(r["workers"], r["size_kb"]): r for r in res if r["method"] == "switch-async"}
+        by = {(label(r), r["workers"], r["size_kb"]): r["median_s"] for r in res}
+        k_of = {(r["workers"], r["size_kb"]): r for r in res if label(r) == "switch-async"}
         sizes = sorted({r["size_kb"] for r in res})
         workers = sorted({r["workers"] for r in res})
-        methods = [m for m in AGG_METHODS if any(r["method"] == m for r in res)]
+        methods = [m for m in AGG_METHODS if any(label(r) == m for r in res)]
+        methods += sorted({label(r) for r in res} - set(methods))
         sync_ref = "switch-fixed" if "switch-fixed" in methods else "switch"
         plt = _plt()
         fig, axes = plt.subplots(1, len(sizes), figsize=(4 * len(sizes), 4), squeeze=False)
@@ -685,11 +698,13 @@ class Report:
              f"switch-async / {sync_ref}", "async: results sum"],
             rows,
         )  # fmt: skip
+        vtext = f"{head_w or 32}-value"
         pps_limit = (
-            ("the hosts' cost per 32-float packet (the client's NumPy work per batch, the kernel's "
-             "per-packet send) against TCP's 1448-byte segments, on CPUs shared with the switch"
+            (f"CPU: 2 cores shared by the workers' kernel UDP send/receive per {vtext} packet (the "
+             "protocol loop itself is C), the switch's per-packet work, against TCP's 1448-byte "
+             "segments and gloo's few large writes"
              if self.native_switch() else
-             "the software switch's packets/s (32 floats per packet) against TCP's 1448-byte segments")
+             f"the software switch's packets/s ({vtext} packets) against TCP's 1448-byte segments")
             + "; (e) models a line-rate switch instead"
         )
         async_limit = (
@@ -714,8 +729,20 @@ class Report:
                     met = f"? ({len(at_target)} of {len(AGG_TARGET_POINTS)} points measured)"
                 else:
                     met = "yes"
-                self.headline(f"(d) allreduce time, {num} / {den}", f"{text} (< 1: {num} faster)", pps_limit,
-                              key, met)  # fmt: skip
+                at = f" ({head_w} values/packet)" if head_w else ""
+                self.headline(f"(d) allreduce time, {num}{at} / {den}", f"{text} (< 1: {num} faster)",
+                              pps_limit, key, met)  # fmt: skip
+                for other in (m for m in methods if m.startswith(f"{num}@")):  # the other widths, no target
+                    pts = [p for p in AGG_TARGET_POINTS if (other, *p) in by and (den, *p) in by]
+                    if pts:
+                        self.headline(
+                            f"(d) allreduce time, {other.replace('@', ' (') + ' values/packet)'} / {den}",
+                            ", ".join(
+                                f"{fmt_ratio(div(by[(other, *p)], by[(den, *p)]))} at {p[0]} x {p[1]} KB"
+                                for p in pts
+                            ),
+                            "the same, with more packets per tensor",
+                        )  # fmt: skip
                 continue
             w, sz = max(common, key=lambda x: (x[1], x[0]))  # the largest point both measured
             extra = f", {k_text(w, sz)}" if num == "switch-async" else ""
@@ -741,7 +768,8 @@ class Report:
             )
             + "; its results sum k of N workers' gradients (last column: threshold, mean workers "
             "summed per received chunk). "
-            + ("The hosts' cost per 32-float packet, not the method, bounds the in-switch times on this "
+            + (f"The cost per {vtext} packet on 2 shared cores (the workers' kernel UDP path and the "
+               "switch's per-packet work), not the method, bounds the in-switch times on this "
                "target (the native switch forwards ~1 M packets/s; see its section)." if self.native_switch()
                else "The software switch's packets/s, not the method, bounds the in-switch times on this "
                "target."),
@@ -1014,9 +1042,10 @@ class Report:
                 walls = {r.get("run"): r.get("wall_s_to_target") for r in res}
                 if walls.get("sync-switch") and walls.get("sync-gloo"):
                     r = div(walls["sync-switch"], walls["sync-gloo"])
+                    vpp = d.get("config", {}).get("values_per_packet")
                     self.headline(
                         "learning: wall-clock to target, sync-switch / sync-gloo",
-                        fmt_ratio(r),
+                        fmt_ratio(r) + (f" ({vpp} values/packet, one seed)" if vpp else ""),
                         "the in-switch allreduce time (same updates to target when both reach it)",
                         "learning_dp",
                         met_mark(r, "<", 1.0),

@@ -45,8 +45,11 @@ BENCHES = [
     Bench("softswitch_pps", "bench.softswitch_pps", "softswitch_pps.json",
           quick=["--packets", "5000", "--seconds", "3"],
           timeout_full=300, timeout_quick=120),
-    Bench("aggregation", "bench.aggregation", "aggregation.json", quick=["--quick"], root=True,
-          timeout_full=2400, timeout_quick=300),  # full grid: ~23 min on 2 CPUs (5 methods)
+    # both packet widths; quick: the points of issue 15's targets (4 and 8 workers x 100 KB, 1 MB)
+    Bench("aggregation", "bench.aggregation", "aggregation.json", full=["--values-per-packet", "64,256"],
+          quick=["--workers", "4,8", "--sizes-kb", "100,1000", "--methods", "switch,ps,gloo",
+                 "--values-per-packet", "64,256", "--repeat", "5", "--big-repeat", "5"], root=True,
+          timeout_full=3600, timeout_quick=400),  # full grid: ~23 min on 2 CPUs at one width
     # async only pays when someone is late: worker N-1 sleeps before each call (figure d2)
     Bench("aggregation-straggler", "bench.aggregation", "aggregation-straggler.json",
           full=["--methods", "switch-fixed,switch-async,gloo", "--workers", "4,8", "--sizes-kb", "100,1000",
@@ -63,8 +66,10 @@ BENCHES = [
     # Ape-X, then the single-process DQN baseline with the same budget: two runs back to back
     Bench("learning-apex", "bench.learning_apex", "learning-apex.json",
           quick=["--time-budget-s", "180"], timeout_full=2100, timeout_quick=480, result_codes=TARGET_MISSED),
-    Bench("learning-dp", "bench.learning_dp", "learning-dp.json", full=["--runs", "sync-switch,sync-gloo"],
-          quick=["--runs", "sync-switch,sync-gloo", "--time-limit-s", "120"], root=True,
+    Bench("learning-dp", "bench.learning_dp", "learning-dp.json",
+          full=["--runs", "sync-switch,sync-gloo", "--values-per-packet", "256"],
+          quick=["--runs", "sync-switch,sync-gloo", "--time-limit-s", "120", "--values-per-packet", "256"],
+          root=True,
           timeout_full=2000, timeout_quick=400, result_codes=TARGET_MISSED),
     Bench("scale_model", "bench.scale_model", "scale-model.json", timeout_full=120, timeout_quick=120),
 ]  # fmt: skip
