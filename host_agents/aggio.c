@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <math.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdint.h>
@@ -13,6 +14,8 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <time.h>
+
+#include "aggio.h"
 
 #define AGGIO_BATCH 256 /* messages per system call: bounded so the arrays fit on the stack */
 
@@ -130,8 +133,6 @@ int aggio_recv(int fd, uint8_t *table, uint32_t stride, uint32_t *lens, int max,
  * block exponents, the tensor, errors. All state lives in `struct aggc_call` and the arrays it
  * points to, so a call interrupted by a signal resumes where it was.
  */
-#include <math.h>
-
 #define AGG_HEADER_BYTES 28
 #define AGG_OP_DATA 1
 #define AGG_OP_RESULT 2
@@ -139,43 +140,7 @@ int aggio_recv(int fd, uint8_t *table, uint32_t stride, uint32_t *lens, int max,
 #define AGG_FLAG_RETX 1
 #define AGG_EXP_BIAS 128
 
-struct aggc_call {
-    /* the job and the socket */
-    int fd;
-    uint32_t ip_be;
-    uint16_t port_be;
-    uint8_t job_id, worker_id;
-    int32_t vpp, chunks, slots, n_active, headroom, dynamic;
-    uint32_t version;
-    uint32_t row;                 /* bytes per row of tx and rx */
-    int32_t rx_rows;
-    double timeout_s, min_rto;
-    int32_t max_tries;
-    uint32_t frame_overhead;
-    /* arrays (caller-owned) */
-    const float *blocks;          /* chunks x vpp */
-    const int64_t *local_exp;     /* chunks: biased exponent of each chunk */
-    int64_t *agreed;              /* chunks: the job's exponent of each chunk (fixed: preset) */
-    float *result;                /* chunks x vpp */
-    int64_t *count, *bitmap, *vlo, *vhi; /* chunks */
-    int64_t *rounds;              /* slots: 32-bit round counter of each slot, kept across calls */
-    int64_t *cur;                 /* n_active: round index within this call (-1: bootstrap) */
-    int64_t *tries;               /* n_active: sends of the outstanding round (0: none out) */
-    double *sent_at, *first_sent; /* n_active */
-    int32_t *sendq;               /* n_active: rows to send next */
-    uint32_t *tx_len;             /* slots */
-    uint8_t *tx, *rx;             /* slots x row, rx_rows x row */
-    uint32_t *rx_len;             /* rx_rows */
-    /* the adaptive retransmission timeout (RFC 6298), kept across calls */
-    double srtt, rttvar, rto;
-    int32_t have_rtt;
-    /* progress and results */
-    int32_t started, pending;
-    int64_t packets_sent, packets_received, retransmissions, bytes_sent, bytes_received;
-    int32_t err_slot;             /* the slot that failed (timeout or a stale round) */
-    int64_t err_round, err_held, err_tries;
-    int32_t err_errno;
-};
+
 
 static double now_s(void)
 {

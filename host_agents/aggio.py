@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import socket
 import threading
 from dataclasses import dataclass
@@ -22,46 +23,13 @@ import numpy as np
 SOURCE = Path(__file__).resolve().parent / "aggio.c"
 CFLAGS = ["-std=gnu11", "-O2", "-fPIC", "-shared", "-Wall", "-Wextra"]
 
-CDEF = """
-int aggio_send(int fd, const uint8_t *table, uint32_t stride, const int32_t *rows, const uint32_t *lens,
-               int n, uint32_t ip_be, uint16_t port_be, int64_t full_wait_ns);
-int aggio_recv(int fd, uint8_t *table, uint32_t stride, uint32_t *lens, int max, int64_t timeout_ns);
+HEADER = SOURCE.with_name("aggio.h")
 
-struct aggc_call {
-    int fd;
-    uint32_t ip_be;
-    uint16_t port_be;
-    uint8_t job_id, worker_id;
-    int32_t vpp, chunks, slots, n_active, headroom, dynamic;
-    uint32_t version;
-    uint32_t row;
-    int32_t rx_rows;
-    double timeout_s, min_rto;
-    int32_t max_tries;
-    uint32_t frame_overhead;
-    const float *blocks;
-    const int64_t *local_exp;
-    int64_t *agreed;
-    float *result;
-    int64_t *count, *bitmap, *vlo, *vhi;
-    int64_t *rounds;
-    int64_t *cur;
-    int64_t *tries;
-    double *sent_at, *first_sent;
-    int32_t *sendq;
-    uint32_t *tx_len;
-    uint8_t *tx, *rx;
-    uint32_t *rx_len;
-    double srtt, rttvar, rto;
-    int32_t have_rtt;
-    int32_t started, pending;
-    int64_t packets_sent, packets_received, retransmissions, bytes_sent, bytes_received;
-    int32_t err_slot;
-    int64_t err_round, err_held, err_tries;
-    int32_t err_errno;
-};
-int aggc_run(struct aggc_call *c);
-"""
+
+def _cdef() -> str:
+    """aggio.h as cffi's cdef takes it: without comments and preprocessor lines."""
+    text = re.sub(r"/\*.*?\*/", " ", HEADER.read_text(), flags=re.S)
+    return "\n".join(line for line in text.splitlines() if not line.strip().startswith("#"))
 
 
 class AggIOUnavailable(RuntimeError):
@@ -90,7 +58,7 @@ def _build() -> Path:
     # under tests/test_native_sanitizers.py's child run, with ASan + UBSan like the switch's C
     flags = CFLAGS + SANITIZE_CFLAGS if sanitizers_active() else CFLAGS
     try:
-        return build_helper(SOURCE, flags, "compiling host_agents/aggio.c", libs=("-lm",))
+        return build_helper(SOURCE, flags, "compiling host_agents/aggio.c", libs=("-lm",), depends=(HEADER,))
     except (NativeBuildError, OSError) as e:
         raise AggIOUnavailable(str(e)) from None
 
@@ -105,7 +73,7 @@ def load() -> AggIO:
 
                 path = _build()
                 f = cffi.FFI()
-                f.cdef(CDEF)
+                f.cdef(_cdef())
                 _LOADED = AggIO(f, f.dlopen(str(path)), path)
             except (ImportError, OSError, AggIOUnavailable) as e:
                 _LOADED = e if isinstance(e, AggIOUnavailable) else AggIOUnavailable(str(e))

@@ -194,13 +194,15 @@ def build_shared_object(c_source: str, sanitize: bool = False) -> Path:
     return out
 
 
-def build_helper(source: Path, cflags: list[str], what: str, libs: tuple[str, ...] = ()) -> Path:
+def build_helper(
+    source: Path, cflags: list[str], what: str, libs: tuple[str, ...] = (), depends: tuple[Path, ...] = ()
+) -> Path:
     """A standalone C file of the project (e.g. host_agents/aggio.c) built into a shared object
     with the system C compiler, cached like the switch's programs by its text, the compiler and
-    the flags (``libs`` go after the source, e.g. ``-lm``). Raises NativeBuildError (no compiler,
-    a compile error)."""
+    the flags (``libs`` go after the source, e.g. ``-lm``; ``depends``: headers it includes, part
+    of the key). Raises NativeBuildError (no compiler, a compile error)."""
     cc = compiler()
-    text = source.read_bytes()
+    text = source.read_bytes() + b"".join(d.read_bytes() for d in depends)
     key = _digest(text, _compiler_id(cc), " ".join([*cflags, *libs]))
     out = cache_dir() / f"{source.stem}-{key}.so"
     if out.exists():

@@ -1,0 +1,53 @@
+/* host_agents/aggio.c's interface: batched UDP I/O and the synchronous allreduce loop of the
+ * aggregation client. host_agents/aggio.py hands these declarations to cffi (comments and
+ * preprocessor lines removed), so this file is the only copy of them. */
+#ifndef INNET_AGGIO_H
+#define INNET_AGGIO_H
+#include <stdint.h>
+
+int aggio_send(int fd, const uint8_t *table, uint32_t stride, const int32_t *rows, const uint32_t *lens,
+               int n, uint32_t ip_be, uint16_t port_be, int64_t full_wait_ns);
+int aggio_recv(int fd, uint8_t *table, uint32_t stride, uint32_t *lens, int max, int64_t timeout_ns);
+
+/* One synchronous allreduce call: inputs, caller-owned arrays, state kept across a resume. */
+struct aggc_call {
+    /* the job and the socket */
+    int fd;
+    uint32_t ip_be;
+    uint16_t port_be;
+    uint8_t job_id, worker_id;
+    int32_t vpp, chunks, slots, n_active, headroom, dynamic;
+    uint32_t version;
+    uint32_t row;                 /* bytes per row of tx and rx */
+    int32_t rx_rows;
+    double timeout_s, min_rto;
+    int32_t max_tries;
+    uint32_t frame_overhead;
+    /* arrays (caller-owned) */
+    const float *blocks;          /* chunks x vpp */
+    const int64_t *local_exp;     /* chunks: biased exponent of each chunk */
+    int64_t *agreed;              /* chunks: the job's exponent of each chunk (fixed: preset) */
+    float *result;                /* chunks x vpp */
+    int64_t *count, *bitmap, *vlo, *vhi; /* chunks */
+    int64_t *rounds;              /* slots: 32-bit round counter of each slot, kept across calls */
+    int64_t *cur;                 /* n_active: round index within this call (-1: bootstrap) */
+    int64_t *tries;               /* n_active: sends of the outstanding round (0: none out) */
+    double *sent_at, *first_sent; /* n_active */
+    int32_t *sendq;               /* n_active: rows to send next */
+    uint32_t *tx_len;             /* slots */
+    uint8_t *tx, *rx;             /* slots x row, rx_rows x row */
+    uint32_t *rx_len;             /* rx_rows */
+    /* the adaptive retransmission timeout (RFC 6298), kept across calls */
+    double srtt, rttvar, rto;
+    int32_t have_rtt;
+    /* progress and results */
+    int32_t started, pending;
+    int64_t packets_sent, packets_received, retransmissions, bytes_sent, bytes_received;
+    int32_t err_slot;             /* the slot that failed (timeout or a stale round) */
+    int64_t err_round, err_held, err_tries;
+    int32_t err_errno;
+};
+
+int aggc_run(struct aggc_call *c);
+
+#endif
