@@ -16,6 +16,7 @@ import argparse
 import json
 import math
 import signal
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import FrameType
@@ -82,6 +83,76 @@ class ApexConfig(RunConfig):
             raise ConfigError(f"log_interval_s must be > 0, got {self.log_interval_s}")
         if self.priority_eps < 0:
             raise ConfigError(f"priority_eps must be >= 0, got {self.priority_eps}")
+
+
+@dataclass
+class QLearnerConfig(ApexConfig):
+    """What learns from prioritized n-step batches: the Ape-X learner and the single-process DQN
+    baseline share these fields, defaults and checks (so the baseline runs with the learner's
+    hyperparameters)."""
+
+    batch_size: int = 64
+    """transitions per sampled batch (Ape-X used 512 on Atari)"""
+    lr: float = 5e-4
+    """Adam learning rate"""
+    adam_eps: float = 1e-8
+    """Adam epsilon (Ape-X used 1.5e-4 on Atari)"""
+    grad_clip: float = 10.0
+    """clip the gradient's global norm to this (0: no clipping)"""
+    learning_starts: int = 1000
+    """transitions the replay must hold before the first update (at least batch_size)"""
+    target_update_interval: int = 500
+    """updates between copies of the online network into the target network (T)"""
+    beta: float = 0.4
+    """importance-sampling exponent at the start"""
+    beta_final: float = 0.4
+    """importance-sampling exponent reached after beta_anneal_updates (linearly)"""
+    beta_anneal_updates: int = 0
+    """updates over which beta goes from beta to beta_final (0: beta stays fixed)"""
+    loss_log_interval: int = 10
+    """updates between learner/loss and learner/q_mean records"""
+    eval_interval: int = 1000
+    """updates between periodic greedy evaluations of eval_episodes episodes (0: none)"""
+    eval_epsilon: float = 0.0
+    """epsilon of the evaluation policy (0: greedy; a little helps Atari games that stall)"""
+    eval_max_episode_steps: int | None = None
+    """cut evaluation episodes after this many environment steps (None: the environment's limit)"""
+    target_return: float | None = None
+    """stop once a periodic evaluation's mean return reaches this (None: never)"""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for name in ("batch_size", "target_update_interval", "loss_log_interval"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if not self.lr > 0 or not self.adam_eps > 0 or self.grad_clip < 0:
+            raise ConfigError("lr and adam_eps must be > 0, grad_clip >= 0")
+        if not (0 <= self.beta <= 1 and 0 <= self.beta_final <= 1) or self.beta_anneal_updates < 0:
+            raise ConfigError("beta and beta_final must be in [0, 1], beta_anneal_updates >= 0")
+        if self.eval_interval < 0 or not 0 <= self.eval_epsilon <= 1:
+            raise ConfigError("eval_interval must be >= 0 and eval_epsilon in [0, 1]")
+        if self.eval_max_episode_steps is not None and self.eval_max_episode_steps < 1:
+            raise ConfigError(f"eval_max_episode_steps must be >= 1, got {self.eval_max_episode_steps}")
+        if self.target_return is not None and (self.eval_interval == 0 or self.eval_episodes == 0):
+            raise ConfigError(
+                "target_return needs periodic evaluations: eval_interval and eval_episodes must be >= 1"
+            )
+
+    def wait_for_batch_size(self, prog: str) -> None:
+        """learning_starts below batch_size: wait for batch_size transitions instead (said on stderr)."""
+        if self.learning_starts < self.batch_size:
+            print(
+                f"{prog}: learning_starts {self.learning_starts} < batch_size {self.batch_size}: "
+                f"waiting for {self.batch_size} transitions instead",
+                file=sys.stderr,
+            )
+            self.learning_starts = self.batch_size
+
+    def beta_at(self, updates: int) -> float:
+        if self.beta_anneal_updates == 0:
+            return self.beta
+        frac = min(1.0, updates / self.beta_anneal_updates)
+        return self.beta + frac * (self.beta_final - self.beta)
 
 
 def batch_tensors(batch: TransitionBatch, device: torch.device) -> dict[str, torch.Tensor]:

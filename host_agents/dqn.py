@@ -36,7 +36,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from host_agents.apex import ApexConfig, StopFlag, batch_tensors, double_q_loss, finite, mean_last
+from host_agents.apex import QLearnerConfig, StopFlag, batch_tensors, double_q_loss, finite, mean_last
 from host_agents.cli import ConfigError, add_config_args, config_from_args, run_main
 from host_agents.envs import env_info, make_env
 from host_agents.experience import NStepAccumulator, Transition, TransitionBatch
@@ -54,22 +54,10 @@ PHASES = ("act", "env", "replay", "learn", "evaluate")
 
 
 @dataclass
-class DQNConfig(ApexConfig):
-    """The single-process DQN. ``max_steps`` counts environment steps. The fields the Ape-X
-    learner also has keep its defaults (tests/test_dqn.py checks that they agree)."""
+class DQNConfig(QLearnerConfig):
+    """The single-process DQN. ``max_steps`` counts environment steps. The learning fields are the
+    Ape-X learner's own (QLearnerConfig), with its defaults."""
 
-    batch_size: int = 64
-    """transitions per sampled batch"""
-    lr: float = 5e-4
-    """Adam learning rate"""
-    adam_eps: float = 1e-8
-    """Adam epsilon"""
-    grad_clip: float = 10.0
-    """clip the gradient's global norm to this (0: no clipping)"""
-    learning_starts: int = 1000
-    """transitions the replay must hold before the first update (at least batch_size)"""
-    target_update_interval: int = 500
-    """updates between copies of the online network into the target network"""
     train_frequency: int = 4
     """environment steps per update (Ape-X's 4 actors at 250 steps/s fed its learner about 4.4
     steps per update on the 2-core machine)"""
@@ -79,73 +67,30 @@ class DQNConfig(ApexConfig):
     """prioritized replay with alpha and beta as Ape-X's (--no-prioritized: uniform, as CleanRL)"""
     alpha: float = 0.6
     """priority exponent (prioritized replay)"""
-    beta: float = 0.4
-    """importance-sampling exponent at the start (prioritized replay)"""
-    beta_final: float = 0.4
-    """importance-sampling exponent reached after beta_anneal_updates (linearly)"""
-    beta_anneal_updates: int = 0
-    """updates over which beta goes from beta to beta_final (0: beta stays fixed)"""
     epsilon_start: float = 1.0
     """exploration rate at the first step"""
     epsilon_end: float = 0.05
     """exploration rate after epsilon_decay_steps (linear decay, as CleanRL's dqn.py)"""
     epsilon_decay_steps: int = 10_000
     """environment steps over which epsilon goes from epsilon_start to epsilon_end"""
-    loss_log_interval: int = 10
-    """updates between learner/loss and learner/q_mean records"""
-    eval_interval: int = 1000
-    """updates between periodic greedy evaluations of eval_episodes episodes (0: none)"""
-    eval_epsilon: float = 0.0
-    """epsilon of the evaluation policy (0: greedy)"""
-    eval_max_episode_steps: int | None = None
-    """cut evaluation episodes after this many environment steps (None: the environment's limit)"""
-    target_return: float | None = None
-    """stop once a periodic evaluation's mean return reaches this (None: never)"""
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.resume:
             raise ConfigError("resume is not supported: the local replay is not checkpointed")
-        positive = (
-            "batch_size", "target_update_interval", "train_frequency", "replay_max_size", "loss_log_interval",
-        )  # fmt: skip
-        for name in positive:
+        for name in ("train_frequency", "replay_max_size"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if not self.lr > 0 or not self.adam_eps > 0 or self.grad_clip < 0:
-            raise ConfigError("lr and adam_eps must be > 0, grad_clip >= 0")
-        if not (0 <= self.beta <= 1 and 0 <= self.beta_final <= 1) or self.beta_anneal_updates < 0:
-            raise ConfigError("beta and beta_final must be in [0, 1], beta_anneal_updates >= 0")
         if not self.alpha >= 0:
             raise ConfigError(f"alpha must be >= 0, got {self.alpha}")
         if not (0 <= self.epsilon_end <= 1 and 0 <= self.epsilon_start <= 1) or self.epsilon_decay_steps < 0:
             raise ConfigError("epsilon_start and epsilon_end must be in [0, 1], epsilon_decay_steps >= 0")
-        if self.eval_interval < 0 or not 0 <= self.eval_epsilon <= 1:
-            raise ConfigError("eval_interval must be >= 0 and eval_epsilon in [0, 1]")
-        if self.eval_max_episode_steps is not None and self.eval_max_episode_steps < 1:
-            raise ConfigError(f"eval_max_episode_steps must be >= 1, got {self.eval_max_episode_steps}")
-        if self.target_return is not None and (self.eval_interval == 0 or self.eval_episodes == 0):
-            raise ConfigError(
-                "target_return needs periodic evaluations: eval_interval and eval_episodes must be >= 1"
-            )
         if self.batch_size > self.replay_max_size or self.learning_starts > self.replay_max_size:
             raise ConfigError(
                 f"batch_size {self.batch_size} and learning_starts {self.learning_starts} must fit in the "
                 f"replay (--replay-max-size {self.replay_max_size})"
             )
-        if self.learning_starts < self.batch_size:
-            print(
-                f"{PROG}: learning_starts {self.learning_starts} < batch_size {self.batch_size}: "
-                f"waiting for {self.batch_size} transitions instead",
-                file=sys.stderr,
-            )
-            self.learning_starts = self.batch_size
-
-    def beta_at(self, updates: int) -> float:
-        if self.beta_anneal_updates == 0:
-            return self.beta
-        frac = min(1.0, updates / self.beta_anneal_updates)
-        return self.beta + frac * (self.beta_final - self.beta)
+        self.wait_for_batch_size(PROG)
 
 
 def linear_epsilon(step: int, start: float, end: float, decay_steps: int) -> float:

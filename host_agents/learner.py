@@ -38,7 +38,7 @@ import torch
 from torch import nn
 
 from host_agents.apex import (
-    ApexConfig,
+    QLearnerConfig,
     StopFlag,
     apex_main,
     batch_tensors,
@@ -72,39 +72,11 @@ COMM_PHASES = ("sample", "update_priorities", "set_params")
 
 
 @dataclass
-class LearnerConfig(ApexConfig):
+class LearnerConfig(QLearnerConfig):
     """The Ape-X learner. ``max_steps`` counts learner updates (one batch each)."""
 
-    batch_size: int = 64
-    """transitions per sampled batch (Ape-X used 512 on Atari)"""
-    lr: float = 5e-4
-    """Adam learning rate"""
-    adam_eps: float = 1e-8
-    """Adam epsilon (Ape-X used 1.5e-4 on Atari)"""
-    grad_clip: float = 10.0
-    """clip the gradient's global norm to this (0: no clipping)"""
-    learning_starts: int = 1000
-    """transitions the replay must hold before the first update (at least batch_size)"""
-    target_update_interval: int = 500
-    """updates between copies of the online network into the target network (T)"""
     publish_interval: int = 25
     """updates between parameter publications to the parameter store (P)"""
-    beta: float = 0.4
-    """importance-sampling exponent at the start"""
-    beta_final: float = 0.4
-    """importance-sampling exponent reached after beta_anneal_updates (linearly)"""
-    beta_anneal_updates: int = 0
-    """updates over which beta goes from beta to beta_final (0: beta stays fixed)"""
-    loss_log_interval: int = 10
-    """updates between learner/loss and learner/q_mean records"""
-    eval_interval: int = 1000
-    """updates between periodic greedy evaluations of eval_episodes episodes (0: none)"""
-    eval_epsilon: float = 0.0
-    """epsilon of the evaluation policy (0: greedy; a little helps Atari games that stall)"""
-    eval_max_episode_steps: int | None = None
-    """cut evaluation episodes after this many environment steps (None: the environment's limit)"""
-    target_return: float | None = None
-    """stop once a periodic evaluation's mean return reaches this (None: never)"""
     wait_poll_s: float = 0.5
     """seconds between replay size checks while waiting for learning_starts"""
     prefetch: int = 1
@@ -115,37 +87,11 @@ class LearnerConfig(ApexConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        positive = ("batch_size", "target_update_interval", "publish_interval", "loss_log_interval")
-        for name in positive:
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if not self.lr > 0 or not self.adam_eps > 0 or self.grad_clip < 0:
-            raise ConfigError("lr and adam_eps must be > 0, grad_clip >= 0")
-        if not (0 <= self.beta <= 1 and 0 <= self.beta_final <= 1) or self.beta_anneal_updates < 0:
-            raise ConfigError("beta and beta_final must be in [0, 1], beta_anneal_updates >= 0")
-        if self.eval_interval < 0 or not 0 <= self.eval_epsilon <= 1 or not self.wait_poll_s > 0:
-            raise ConfigError("eval_interval must be >= 0, eval_epsilon in [0, 1], wait_poll_s > 0")
+        if self.publish_interval < 1 or not self.wait_poll_s > 0:
+            raise ConfigError("publish_interval must be >= 1 and wait_poll_s > 0")
         if self.prefetch < 0 or self.max_pending_updates < 1:
             raise ConfigError("prefetch must be >= 0 and max_pending_updates >= 1")
-        if self.eval_max_episode_steps is not None and self.eval_max_episode_steps < 1:
-            raise ConfigError(f"eval_max_episode_steps must be >= 1, got {self.eval_max_episode_steps}")
-        if self.target_return is not None and (self.eval_interval == 0 or self.eval_episodes == 0):
-            raise ConfigError(
-                "target_return needs periodic evaluations: eval_interval and eval_episodes must be >= 1"
-            )
-        if self.learning_starts < self.batch_size:
-            print(
-                f"{PROG}: learning_starts {self.learning_starts} < batch_size {self.batch_size}: "
-                f"waiting for {self.batch_size} transitions instead",
-                file=sys.stderr,
-            )
-            self.learning_starts = self.batch_size
-
-    def beta_at(self, updates: int) -> float:
-        if self.beta_anneal_updates == 0:
-            return self.beta
-        frac = min(1.0, updates / self.beta_anneal_updates)
-        return self.beta + frac * (self.beta_final - self.beta)
+        self.wait_for_batch_size(PROG)
 
 
 def check_against_replay(cfg: LearnerConfig, replay: ReplayConfig) -> None:
