@@ -10,11 +10,13 @@ exponent each worker announces for the slot's next round; asynchronous jobs use 
 exponent (gradients are clipped to it) so that a late or missing worker never leaves the
 others with a scale they cannot know. Lost packets are retransmitted after a timeout.
 
-Two I/O paths with the same semantics: the batched one (default) keeps each slot's state in
-arrays, packs a window of packets with NumPy into a table and moves it with one
-sendmmsg/recvmmsg (host_agents/aggio.c), and retransmits on a timeout that follows the measured
-round trip; the per-packet one (one socket call per packet, fixed timeout) is the fallback when
-the C helper cannot be built, and ``batched=False`` asks for it.
+Three paths with the same semantics. Synchronous jobs run the whole protocol loop in C
+(host_agents/aggio.c, ``aggc_run``: quantize, pack, sendmmsg/recvmmsg, match, descale,
+retransmit on a timeout that follows the measured round trip); Python only computes the block
+exponents. Asynchronous jobs (and ``use_engine = False``) take the NumPy batched path: each
+slot's state in arrays, a window of packets packed into a table and moved with one system call.
+The per-packet path (one socket call per packet, fixed timeout) is the fallback when the C
+helper cannot be built, and ``batched=False`` asks for it.
 """
 
 from __future__ import annotations
