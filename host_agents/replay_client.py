@@ -32,6 +32,8 @@ import numpy as np
 
 from host_agents.replay_protocol import (
     FRAGMENT_BYTES,
+    HEADER_BYTES,
+    HEADER_DTYPE,
     MAX_MESSAGE_BYTES,
     REPLAY_UDP_PORT,
     STATUS,
@@ -58,6 +60,7 @@ from host_agents.replay_protocol import (
     reply_op,
     split_datagram,
 )
+from host_agents.replay_protocol import VERSION as PROTOCOL_VERSION
 from host_agents.sum_tree import SampleBatch, check_batch_size, check_beta, check_priorities
 
 __all__ = [
@@ -529,6 +532,17 @@ class SwitchReplayClient(ReplayClient):
         self._buf = bytearray(65536)
         self.newest_key = -1
         self.stats = {"datagrams": 0, "resent": 0, "stray_datagrams": 0}
+        # batched datagram I/O (sendmmsg/recvmmsg, host_agents/aggio.c) when it can be built;
+        # else one socket call per datagram
+        self._rx: np.ndarray | None = None
+        try:
+            from host_agents.aggio import load
+
+            load()
+            self._rx = np.zeros((256, 2048), np.uint8)
+            self._rx_head = np.ndarray((256,), HEADER_DTYPE, self._rx, 0, (2048,))
+        except (ImportError, RuntimeError):
+            pass
 
     def close(self) -> None:
         self.sock.close()
@@ -609,6 +623,94 @@ class SwitchReplayClient(ReplayClient):
             raise ReplayError(h.status, decode_error(b), op.name, h.request_id)
         return replies  # type: ignore[return-value]
 
+    def _exchange_table(self, table: np.ndarray, op: Op) -> list[tuple[Header, bytes]]:
+        """:meth:`_exchange` for requests given as rows of a uint8 table (one datagram each, with
+        consecutive request ids), moved ``window`` at a time with one sendmmsg and received a
+        batch per recvmmsg; replies are matched by request id arithmetic. Same semantics:
+        resend after ``timeout_s``, ReplayTimeout after ``max_tries``, ERROR raised after the
+        batch."""
+        if self._rx is None:
+            return self._exchange([row.tobytes() for row in table], op)
+        from host_agents.aggio import BatchSocket
+
+        n = table.shape[0]
+        if n == 0:
+            return []
+        base = int.from_bytes(table[0, 4:8].tobytes(), "big")  # request_id of the first row
+        bio = BatchSocket(self.sock, self.server, table, self._rx)
+        bio.tx_len[:] = table.shape[1]
+        replies: list[tuple[Header, bytes] | None] = [None] * n
+        tries = np.zeros(n, np.int64)
+        due = np.zeros(n)
+        outstanding = np.zeros(n, bool)
+        in_flight, next_new, answered = 0, 0, 0
+        first_error: tuple[Header, bytes] | None = None
+        partial: set[int] = set()  # requests whose reply came in part (fragments)
+        reasm = Reassembler()
+        timeout, window = self.config.timeout_s, self.config.window
+        while answered < n:
+            now = time.monotonic()
+            if next_new < n and in_flight < window:
+                rows = np.arange(next_new, min(n, next_new + window - in_flight))
+                bio.send_rows(rows)
+                tries[rows], due[rows], outstanding[rows] = 1, now + timeout, True
+                in_flight += rows.size
+                next_new += rows.size
+            oi = np.flatnonzero(outstanding)
+            late = oi[due[oi] <= now]
+            if late.size:
+                worn = late[tries[late] >= self.config.max_tries]
+                if worn.size:
+                    i = int(worn[0])
+                    raise ReplayTimeout(
+                        op.name, (base + i) & 0xFFFFFFFF, self.server, int(tries[i]),
+                        f"{n - answered} of {n} datagrams unanswered "
+                        "(switch or server down, or the table not installed in the switch?)",
+                    )  # fmt: skip
+                bio.send_rows(late)
+                for i in late.tolist():  # a resent SAMPLE may be walked again to another item
+                    if i in partial:
+                        reasm.discard((base + i) & 0xFFFFFFFF)
+                        partial.discard(i)
+                tries[late] += 1
+                due[late] = now + timeout
+                self.stats["resent"] += int(late.size)
+            wait = float(due[oi].min()) - time.monotonic() if oi.size else 0.0
+            got = bio.recv(max(0.0, wait))
+            if not got:
+                continue
+            lens = bio.rx_len[:got]
+            head = self._rx_head[:got]
+            idx = (head["request_id"].astype(np.int64) - base) & 0xFFFFFFFF
+            ours = (lens >= HEADER_BYTES) & (idx < n)
+            self.stats["stray_datagrams"] += int(got - ours.sum())  # short, or another call's
+            for k in np.flatnonzero(ours).tolist():
+                i = int(idx[k])
+                if replies[i] is not None:
+                    self.stats["stray_datagrams"] += 1  # a duplicate answer to a resend
+                    continue
+                data = self._rx[k, : lens[k]].tobytes()
+                try:
+                    whole = reasm.add(data)
+                except ProtocolError:
+                    self.stats["stray_datagrams"] += 1
+                    continue
+                if whole is None:
+                    partial.add(i)
+                    continue
+                partial.discard(i)
+                replies[i] = whole
+                outstanding[i] = False
+                in_flight -= 1
+                answered += 1
+                if whole[0].op == Op.ERROR and first_error is None:
+                    first_error = whole
+        self.stats["datagrams"] += n
+        if first_error is not None:
+            h, b = first_error
+            raise ReplayError(h.status, decode_error(b), op.name, h.request_id)
+        return replies  # type: ignore[return-value]
+
     def _saw_keys(self, keys: np.ndarray) -> None:
         if keys.size:
             self.newest_key = max(self.newest_key, int(keys.max()))
@@ -624,21 +726,16 @@ class SwitchReplayClient(ReplayClient):
             for s, k, f in zip(slots.tolist(), keys.tolist(), fixed.tolist(), strict=True)
         }
         ids = self._ids(len(last))
-        flags = int(Flag.INSERT) if insert else 0
-        requests = [
-            Header(
-                op=Op.UPDATE_PRIORITY,
-                flags=flags,
-                table_id=self.config.table_id,
-                request_id=rid,
-                index=s,
-                priority=f,
-                draw=k,  # the switch path carries the item's key + 1 (mod 2^32) in `draw`
-            ).pack()
-            for rid, (s, (k, f)) in zip(ids, last.items(), strict=True)
-        ]
+        req = np.zeros(len(last), HEADER_DTYPE)
+        req["op"], req["table_id"] = Op.UPDATE_PRIORITY, self.config.table_id
+        req["flags"] = int(Flag.INSERT) if insert else 0
+        req["request_id"], req["frag_count"], req["version"] = ids, 1, PROTOCOL_VERSION
+        req["index"] = list(last.keys())
+        kf = np.array(list(last.values()), np.uint64).reshape(-1, 2)
+        req["draw"], req["priority"] = kf[:, 0], kf[:, 1]  # `draw`: the item's key + 1 (mod 2^32)
         mismatched: set[int] = set()
-        for h, _ in self._exchange(requests, Op.UPDATE_PRIORITY):
+        table = req.view(np.uint8).reshape(len(last), HEADER_BYTES)
+        for h, _ in self._exchange_table(table, Op.UPDATE_PRIORITY):
             if h.op != Op.UPDATE_REPLY or not h.flags & Flag.SWITCH_UPDATED:
                 raise ReplayError(
                     Status.INTERNAL,
@@ -663,16 +760,14 @@ class SwitchReplayClient(ReplayClient):
         flags = Flag.RANDOM_DRAW if self.config.random_draw else 0
         draws = np.zeros(b, dtype=np.uint32) if self.config.random_draw else stratified_draws(b, self.rng)
         body = encode_sample_request(1, beta_)
-        requests = [
-            Header(
-                op=Op.SAMPLE, flags=int(flags), table_id=self.config.table_id, request_id=rid, draw=int(u)
-            ).pack()
-            + body
-            for rid, u in zip(self._ids(b), draws.tolist(), strict=True)
-        ]
+        req = np.zeros(b, [("h", HEADER_DTYPE), ("body", f"S{len(body)}")])
+        h = req["h"]
+        h["op"], h["flags"], h["table_id"] = Op.SAMPLE, int(flags), self.config.table_id
+        h["request_id"], h["frag_count"], h["version"], h["draw"] = self._ids(b), 1, PROTOCOL_VERSION, draws
+        req["body"] = body
         keys, items, probs, weights = [], [], [], []
         table_size = 0
-        for h, rbody in self._exchange(requests, Op.SAMPLE):
+        for h, rbody in self._exchange_table(req.view(np.uint8).reshape(b, -1), Op.SAMPLE):
             if h.op != Op.SAMPLE_REPLY:
                 raise ProtocolError(f"SAMPLE {h.request_id} answered by {h.op_name}")
             reply = decode_sample_reply(rbody)

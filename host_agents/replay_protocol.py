@@ -18,6 +18,8 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
+import numpy as np
+
 REPLAY_UDP_PORT = 47100
 VERSION = 1
 HEADER_BYTES = 32
@@ -88,6 +90,13 @@ REQUEST_OPS = (Op.PUSH, Op.SAMPLE, Op.UPDATE_PRIORITY, Op.SET_PARAMS, Op.GET_PAR
 # op, flags, table_id, request_id, frag_index, frag_count, index, priority, draw, total,
 # status, version, reserved -- network byte order
 HEADER_STRUCT = struct.Struct("!BBHIHHIIIIBBH")
+# The same header as a NumPy record, so that a window of switch-path datagrams is built and read
+# as arrays (SwitchReplayClient); tests/test_replay_protocol.py checks it against HEADER_STRUCT.
+HEADER_DTYPE = np.dtype(
+    [("op", "u1"), ("flags", "u1"), ("table_id", ">u2"), ("request_id", ">u4"), ("frag_index", ">u2"),
+     ("frag_count", ">u2"), ("index", ">u4"), ("priority", ">u4"), ("draw", ">u4"), ("total", ">u4"),
+     ("status", "u1"), ("version", "u1"), ("reserved", ">u2")]
+)  # fmt: skip
 assert HEADER_STRUCT.size == HEADER_BYTES
 
 _U32 = struct.Struct("!I")

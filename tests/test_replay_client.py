@@ -483,12 +483,18 @@ def test_switch_client_times_out_when_nobody_answers() -> None:
         cap.close()
 
 
-def test_switch_path_end_to_end_with_a_model_switch() -> None:
+@pytest.mark.parametrize("batched", [True, False])
+def test_switch_path_end_to_end_with_a_model_switch(batched: bool) -> None:
+    """Both datagram paths of the switch client (a window per sendmmsg/recvmmsg, matched as
+    arrays; one socket call per datagram) against a model of the switch."""
     server = ScriptedServer(max_size=8, switch=True, leaves=8)
     try:
         cfg = ReplayConfig(backend="switch", server_port=server.port, max_size=8, alpha=1.0, seed=7)
         with make_replay_client(cfg) as c:
             assert isinstance(c, SwitchReplayClient)
+            assert c._rx is not None  # the C helper builds here
+            if not batched:
+                c._rx = None
             keys = c.insert([b"a", b"b", b"c", b"d", b"e"], [1.0, 2.0, 3.0, 4.0, 0.0])
             np.testing.assert_array_equal(keys, np.arange(5))
             assert server.tree.total() == 10 * 4096

@@ -184,3 +184,18 @@ def test_fixed_point_priority() -> None:
     for bad in (math.nan, -1.0, math.inf):
         with pytest.raises(ValueError):
             rp.fixed_point_priority(bad, 0.6, 8)
+
+
+def test_header_dtype_matches_the_struct() -> None:
+    """HEADER_DTYPE (the switch client's arrays) and HEADER_STRUCT (everything else) lay out the
+    same 32 bytes."""
+    import numpy as np
+
+    from host_agents.replay_protocol import HEADER_DTYPE, HEADER_STRUCT
+
+    h = Header(op=3, flags=0x41, table_id=0x1234, request_id=0xDEADBEEF, frag_index=2, frag_count=7,
+               index=0x01020304, priority=0xA0B0C0D0, draw=0xFFFFFFFE, total=5, status=9, reserved=0xBEEF)
+    rec = np.frombuffer(h.pack(), HEADER_DTYPE)[0]
+    assert HEADER_DTYPE.itemsize == HEADER_STRUCT.size
+    assert tuple(int(rec[f]) for f in HEADER_DTYPE.names) == HEADER_STRUCT.unpack(h.pack())
+    assert np.array([rec], HEADER_DTYPE).tobytes() == h.pack()
