@@ -25,7 +25,7 @@ import select
 import socket
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import TracebackType
 
 import numpy as np
@@ -503,6 +503,40 @@ def stratified_draws(batch_size: int, rng: np.random.Generator) -> np.ndarray:
     return np.minimum(np.floor(u), float((1 << 32) - 1)).astype(np.uint32)
 
 
+# a one-item SAMPLE_REPLY body's fixed part: table_size, count, then the item's key,
+# probability, weight and length (docs/replay_protocol.md); the item's bytes follow
+_SAMPLE_ONE_DTYPE = np.dtype([("table_size", ">u8"), ("count", ">u4"), ("key", ">u8"), ("probability", ">f4"),
+                              ("weight", ">f4"), ("length", ">u4")])  # fmt: skip
+
+
+@dataclass
+class _Replies:
+    """The replies of one switch-path exchange, in request order: headers as HEADER_DTYPE
+    records, each reply's datagram in a row (header included) unless it came in fragments."""
+
+    heads: np.ndarray
+    rows: np.ndarray
+    lens: np.ndarray
+    reassembled: dict[int, bytes] = field(default_factory=dict)
+
+    @classmethod
+    def from_pairs(cls, pairs: list[tuple[Header, bytes]]) -> _Replies:
+        n = len(pairs)
+        out = cls(np.zeros(n, HEADER_DTYPE), np.zeros((n, 0), np.uint8), np.zeros(n, np.int64))
+        for i, pair in enumerate(pairs):
+            out.set_pair(i, pair)
+        return out
+
+    def set_pair(self, i: int, pair: tuple[Header, bytes]) -> None:
+        self.heads[i] = np.frombuffer(pair[0].pack(), HEADER_DTYPE)[0]
+        self.reassembled[i] = pair[1]
+
+    def body(self, i: int) -> bytes:
+        if i in self.reassembled:
+            return self.reassembled[i]
+        return self.rows[i, HEADER_BYTES : self.lens[i]].tobytes()
+
+
 class SwitchReplayClient(ReplayClient):
     """The switch path: items on the server, priorities in the switch's register sum-tree.
 
@@ -623,28 +657,27 @@ class SwitchReplayClient(ReplayClient):
             raise ReplayError(h.status, decode_error(b), op.name, h.request_id)
         return replies  # type: ignore[return-value]
 
-    def _exchange_table(self, table: np.ndarray, op: Op) -> list[tuple[Header, bytes]]:
+    def _exchange_table(self, table: np.ndarray, op: Op) -> _Replies:
         """:meth:`_exchange` for requests given as rows of a uint8 table (one datagram each, with
         consecutive request ids), moved ``window`` at a time with one sendmmsg and received a
-        batch per recvmmsg; replies are matched by request id arithmetic. Same semantics:
-        resend after ``timeout_s``, ReplayTimeout after ``max_tries``, ERROR raised after the
-        batch."""
-        if self._rx is None:
-            return self._exchange([row.tobytes() for row in table], op)
+        batch per recvmmsg; one-datagram replies are matched and kept as arrays (request id
+        arithmetic), replies in fragments go through the Reassembler. Same semantics: resend
+        after ``timeout_s``, ReplayTimeout after ``max_tries``, ERROR raised after the batch."""
+        n = table.shape[0]
+        if self._rx is None or n == 0:
+            return _Replies.from_pairs(self._exchange([row.tobytes() for row in table], op))
         from host_agents.aggio import BatchSocket
 
-        n = table.shape[0]
-        if n == 0:
-            return []
         base = int.from_bytes(table[0, 4:8].tobytes(), "big")  # request_id of the first row
         bio = BatchSocket(self.sock, self.server, table, self._rx)
         bio.tx_len[:] = table.shape[1]
-        replies: list[tuple[Header, bytes] | None] = [None] * n
+        out = _Replies(np.zeros(n, HEADER_DTYPE), np.zeros((n, self._rx.shape[1]), np.uint8),
+                       np.zeros(n, np.int64))  # fmt: skip
+        done = np.zeros(n, bool)
         tries = np.zeros(n, np.int64)
         due = np.zeros(n)
         outstanding = np.zeros(n, bool)
         in_flight, next_new, answered = 0, 0, 0
-        first_error: tuple[Header, bytes] | None = None
         partial: set[int] = set()  # requests whose reply came in part (fragments)
         reasm = Reassembler()
         timeout, window = self.config.timeout_s, self.config.window
@@ -668,10 +701,9 @@ class SwitchReplayClient(ReplayClient):
                         "(switch or server down, or the table not installed in the switch?)",
                     )  # fmt: skip
                 bio.send_rows(late)
-                for i in late.tolist():  # a resent SAMPLE may be walked again to another item
-                    if i in partial:
-                        reasm.discard((base + i) & 0xFFFFFFFF)
-                        partial.discard(i)
+                for i in partial.intersection(late.tolist()):  # a resent SAMPLE may be walked
+                    reasm.discard((base + i) & 0xFFFFFFFF)  # again to another item: no splicing
+                    partial.discard(i)
                 tries[late] += 1
                 due[late] = now + timeout
                 self.stats["resent"] += int(late.size)
@@ -679,19 +711,32 @@ class SwitchReplayClient(ReplayClient):
             got = bio.recv(max(0.0, wait))
             if not got:
                 continue
-            lens = bio.rx_len[:got]
+            lens = bio.rx_len[:got].astype(np.int64)
             head = self._rx_head[:got]
             idx = (head["request_id"].astype(np.int64) - base) & 0xFFFFFFFF
             ours = (lens >= HEADER_BYTES) & (idx < n)
-            self.stats["stray_datagrams"] += int(got - ours.sum())  # short, or another call's
-            for k in np.flatnonzero(ours).tolist():
+            single = ours & (head["frag_count"] == 1) & (head["frag_index"] == 0)
+            single &= lens - HEADER_BYTES <= FRAGMENT_BYTES
+            ks = np.flatnonzero(single)
+            ks = ks[~done[idx[ks]]]
+            ii, first = np.unique(idx[ks], return_index=True)  # a duplicate in the same batch: once
+            ks = ks[first]
+            self.stats["stray_datagrams"] += int(got - ours.sum()) + int(single.sum() - ks.size)
+            if ks.size:
+                out.heads[ii], out.rows[ii], out.lens[ii] = head[ks], self._rx[ks], lens[ks]
+                done[ii], outstanding[ii] = True, False
+                for i in partial.intersection(ii.tolist()):
+                    reasm.discard((base + i) & 0xFFFFFFFF)
+                    partial.discard(i)
+                in_flight -= ii.size
+                answered += ii.size
+            for k in np.flatnonzero(ours & ~single).tolist():  # fragments of a long reply
                 i = int(idx[k])
-                if replies[i] is not None:
-                    self.stats["stray_datagrams"] += 1  # a duplicate answer to a resend
+                if done[i]:
+                    self.stats["stray_datagrams"] += 1
                     continue
-                data = self._rx[k, : lens[k]].tobytes()
                 try:
-                    whole = reasm.add(data)
+                    whole = reasm.add(self._rx[k, : lens[k]].tobytes())
                 except ProtocolError:
                     self.stats["stray_datagrams"] += 1
                     continue
@@ -699,17 +744,17 @@ class SwitchReplayClient(ReplayClient):
                     partial.add(i)
                     continue
                 partial.discard(i)
-                replies[i] = whole
-                outstanding[i] = False
+                out.set_pair(i, whole)
+                done[i], outstanding[i] = True, False
                 in_flight -= 1
                 answered += 1
-                if whole[0].op == Op.ERROR and first_error is None:
-                    first_error = whole
         self.stats["datagrams"] += n
-        if first_error is not None:
-            h, b = first_error
-            raise ReplayError(h.status, decode_error(b), op.name, h.request_id)
-        return replies  # type: ignore[return-value]
+        errors = np.flatnonzero(out.heads["op"] == Op.ERROR)
+        if errors.size:
+            i = int(errors[0])
+            raise ReplayError(int(out.heads["status"][i]), decode_error(out.body(i)), op.name,
+                              int(out.heads["request_id"][i]))  # fmt: skip
+        return out
 
     def _saw_keys(self, keys: np.ndarray) -> None:
         if keys.size:
@@ -733,18 +778,20 @@ class SwitchReplayClient(ReplayClient):
         req["index"] = list(last.keys())
         kf = np.array(list(last.values()), np.uint64).reshape(-1, 2)
         req["draw"], req["priority"] = kf[:, 0], kf[:, 1]  # `draw`: the item's key + 1 (mod 2^32)
-        mismatched: set[int] = set()
         table = req.view(np.uint8).reshape(len(last), HEADER_BYTES)
-        for h, _ in self._exchange_table(table, Op.UPDATE_PRIORITY):
-            if h.op != Op.UPDATE_REPLY or not h.flags & Flag.SWITCH_UPDATED:
-                raise ReplayError(
-                    Status.INTERNAL,
-                    f"UPDATE_PRIORITY {h.request_id} was answered by {h.op_name} without SWITCH_UPDATED: "
-                    f"the switch does not hold table {self.config.table_id} (control plane not run?)",
-                )
-            if h.flags & Flag.KEY_MISMATCH:
-                mismatched.add(h.index)
-        return sum(1 for s in slots.tolist() if s not in mismatched)
+        h = self._exchange_table(table, Op.UPDATE_PRIORITY).heads
+        bad = np.flatnonzero((h["op"] != Op.UPDATE_REPLY) | ((h["flags"] & Flag.SWITCH_UPDATED) == 0))
+        if bad.size:
+            i = int(bad[0])
+            name = Header(op=int(h["op"][i])).op_name
+            raise ReplayError(
+                Status.INTERNAL,
+                f"UPDATE_PRIORITY {int(h['request_id'][i])} was answered by {name} "
+                f"without SWITCH_UPDATED: the switch does not hold table {self.config.table_id} "
+                "(control plane not run?)",
+            )
+        mismatched = h["index"][(h["flags"] & Flag.KEY_MISMATCH) != 0].astype(np.int64)
+        return int((~np.isin(slots, mismatched)).sum())
 
     def insert(self, items: Sequence[bytes], priorities: np.ndarray | Sequence[float]) -> np.ndarray:
         data = _check_items(items)
@@ -765,32 +812,40 @@ class SwitchReplayClient(ReplayClient):
         h["op"], h["flags"], h["table_id"] = Op.SAMPLE, int(flags), self.config.table_id
         h["request_id"], h["frag_count"], h["version"], h["draw"] = self._ids(b), 1, PROTOCOL_VERSION, draws
         req["body"] = body
-        keys, items, probs, weights = [], [], [], []
-        table_size = 0
-        for h, rbody in self._exchange_table(req.view(np.uint8).reshape(b, -1), Op.SAMPLE):
-            if h.op != Op.SAMPLE_REPLY:
-                raise ProtocolError(f"SAMPLE {h.request_id} answered by {h.op_name}")
-            reply = decode_sample_reply(rbody)
-            if len(reply.items) != 1:
+        r = self._exchange_table(req.view(np.uint8).reshape(b, -1), Op.SAMPLE)
+        wrong = np.flatnonzero(r.heads["op"] != Op.SAMPLE_REPLY)
+        if wrong.size:
+            i = int(wrong[0])
+            name = Header(op=int(r.heads["op"][i])).op_name
+            raise ProtocolError(f"SAMPLE {int(r.heads['request_id'][i])} answered by {name}")
+        # one-datagram replies (the usual case) decoded as arrays, the others one by one
+        one = np.zeros(b, _SAMPLE_ONE_DTYPE)
+        start = HEADER_BYTES + _SAMPLE_ONE_DTYPE.itemsize
+        if r.rows.shape[1] >= start:
+            one[:] = np.ndarray((b,), _SAMPLE_ONE_DTYPE, r.rows, HEADER_BYTES, (r.rows.strides[0],))
+        items: list[bytes] = [b""] * b
+        for i in range(b):
+            if i in r.reassembled or r.lens[i] < start:
+                reply = decode_sample_reply(r.body(i))
+                if len(reply.items) != 1:
+                    raise ProtocolError(f"switch-path SAMPLE_REPLY holds {len(reply.items)} items, not 1")
+                it = reply.items[0]
+                one[i] = (reply.table_size, 1, it.key, it.probability, it.weight, len(it.data))
+                items[i] = it.data
+                continue
+            if one["count"][i] != 1 or start + int(one["length"][i]) != r.lens[i]:
+                reply = decode_sample_reply(r.body(i))  # raises ProtocolError for a malformed body
                 raise ProtocolError(f"switch-path SAMPLE_REPLY holds {len(reply.items)} items, not 1")
-            it = reply.items[0]
-            keys.append(it.key)
-            items.append(it.data)
-            probs.append(it.probability)
-            weights.append(it.weight)
-            table_size = max(table_size, reply.table_size)
-        w = np.array(weights, dtype=np.float64)
+            items[i] = r.rows[i, start : r.lens[i]].tobytes()
+        keys = one["key"].astype(np.uint64)
+        probs = one["probability"].astype(np.float64)
+        weights = one["weight"].astype(np.float64)
+        table_size = int(one["table_size"].max()) if b else 0
+        w = weights
         # The switch has no min-tree: normalize by the batch's largest weight instead.
         w = w / w.max() if w.size and w.max() > 0 else w
-        key_arr = np.array(keys, dtype=np.uint64)
-        self._saw_keys(key_arr)
-        return SampleBatch(
-            keys=key_arr,
-            items=items,
-            probabilities=np.array(probs, dtype=np.float64),
-            weights=w,
-            table_size=table_size,
-        )
+        self._saw_keys(keys)
+        return SampleBatch(keys=keys, items=items, probabilities=probs, weights=w, table_size=table_size)
 
     def update_priorities(
         self, keys: np.ndarray | Sequence[int], priorities: np.ndarray | Sequence[float]
