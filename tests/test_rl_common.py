@@ -234,6 +234,29 @@ def test_transition_items_round_trip(compress: bool) -> None:
     assert batch.returns[2] == pytest.approx(1.0) and batch.discounts[4] == pytest.approx(0.99)
 
 
+def test_uniform_batches_decode_as_one_array_like_the_item_loop() -> None:
+    """A batch of uncompressed same-size items takes the array path; one compressed item sends
+    the batch through the per-item loop; both give the same arrays, and a foreign item in a
+    same-size batch still gets the loop's error with its index."""
+    rng = np.random.default_rng(5)
+    def obs() -> np.ndarray:
+        return rng.standard_normal(3).astype(np.float32)
+
+    ts = [Transition(obs(), int(rng.integers(7)), float(rng.standard_normal()), obs(), float(rng.random()))
+          for _ in range(64)]  # fmt: skip
+    plain = [encode_transition(t) for t in ts]
+    mixed = plain[:-1] + [encode_transition(ts[-1], compress=True)]
+    assert len(mixed[-1]) != len(plain[-1])
+    a, b = decode_transitions(plain, (3,), np.float32), decode_transitions(mixed, (3,), np.float32)
+    for f in ("obs", "actions", "returns", "next_obs", "discounts"):
+        assert getattr(a, f).dtype == getattr(b, f).dtype and np.array_equal(getattr(a, f), getattr(b, f)), f
+    assert a.actions.tolist() == [t.action for t in ts]
+    foreign = list(plain)
+    foreign[9] = b"\0" * len(plain[9])
+    with pytest.raises(ValueError, match="item 9: not a transition"):
+        decode_transitions(foreign, (3,), np.float32)
+
+
 def test_foreign_items_are_refused_with_their_index() -> None:
     good = encode_transition(Transition(_obs(0), 1, 1.0, _obs(1), 0.9))
     with pytest.raises(ValueError, match="item 1: not a transition"):
