@@ -226,6 +226,48 @@ def open_replay(replay: ReplayConfig) -> tuple[ReplayClient, dict[str, int]]:
         raise
 
 
+def learn_step(
+    online: nn.Module,
+    target: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    batch: dict[str, torch.Tensor],
+    weights: torch.Tensor,
+    grad_clip: float,
+    priority_eps: float,
+) -> tuple[LossOutput, np.ndarray]:
+    """One Adam step on the weighted double-Q loss (gradient norm clipped to ``grad_clip``, 0: not
+    clipped); returns the loss and the batch's new priorities |TD error| + ``priority_eps``."""
+    out = double_q_loss(online, target, batch, weights)
+    optimizer.zero_grad(set_to_none=True)
+    out.loss.backward()
+    if grad_clip:
+        nn.utils.clip_grad_norm_(online.parameters(), grad_clip)
+    optimizer.step()
+    return out, out.td_errors.abs().double().cpu().numpy() + priority_eps
+
+
+class LossLog:
+    """learner/loss and learner/q_mean, each the mean over every ``interval`` updates; ``recent``
+    is the mean loss of the last 100 (progress lines)."""
+
+    def __init__(self, logger: Any, interval: int) -> None:
+        self.logger, self.interval = logger, interval
+        self.losses: list[float] = []
+        self.q_means: list[float] = []
+
+    def add(self, out: LossOutput, updates: int, step: int) -> None:
+        self.losses.append(float(out.loss.detach()))
+        self.q_means.append(out.q_mean)
+        if updates % self.interval == 0:
+            self.logger.scalar("learner/loss", float(np.mean(self.losses[-self.interval :])), step)
+            self.logger.scalar("learner/q_mean", float(np.mean(self.q_means[-self.interval :])), step)
+            del self.losses[:-100], self.q_means[:-100]
+
+    @property
+    def recent(self) -> float:
+        return float(np.mean(self.losses[-100:])) if self.losses else float("nan")
+
+
 class StopFlag:
     """Set by SIGTERM / SIGINT, so that a process asked to stop still writes its checkpoint,
     final figures and summary (the bench stops actors this way)."""

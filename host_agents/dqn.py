@@ -34,9 +34,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 import torch
-from torch import nn
 
-from host_agents.apex import QLearnerConfig, StopFlag, batch_tensors, double_q_loss, finite, mean_last
+from host_agents.apex import LossLog, QLearnerConfig, StopFlag, batch_tensors, finite, learn_step, mean_last
 from host_agents.cli import ConfigError, add_config_args, config_from_args, run_main
 from host_agents.envs import env_info, make_env
 from host_agents.experience import NStepAccumulator, Transition, TransitionBatch
@@ -238,8 +237,7 @@ def run_dqn(cfg: DQNConfig) -> dict:
 
     steps = updates = episodes = 0
     returns: list[float] = []
-    losses: list[float] = []
-    q_means: list[float] = []
+    loss_log = LossLog(logger, cfg.loss_log_interval)
     evals: list[dict] = []
     reached: dict | None = None
     epsilon = cfg.epsilon_start
@@ -277,7 +275,7 @@ def run_dqn(cfg: DQNConfig) -> dict:
     def progress_text() -> str:
         elapsed = max(time.monotonic() - start, 1e-9)
         last_eval = f"{evals[-1]['return_mean']:.1f}" if evals else "-"
-        loss = np.mean(losses[-100:]) if losses else float("nan")
+        loss = loss_log.recent
         return (
             f"env steps {steps}/{cfg.max_steps} episodes {episodes} "
             f"return(last 100) {mean_last(returns):.1f} eps {epsilon:.3f} "
@@ -290,24 +288,14 @@ def run_dqn(cfg: DQNConfig) -> dict:
         with timer.phase("replay"):
             slots, batch, weights = replay.sample(cfg.batch_size, cfg.beta_at(updates))
         with timer.phase("learn"):
-            out = double_q_loss(
-                online, target, batch_tensors(batch, device), torch.from_numpy(weights).to(device)
+            w = torch.from_numpy(weights).to(device)
+            out, prios = learn_step(
+                online, target, optimizer, batch_tensors(batch, device), w, cfg.grad_clip, cfg.priority_eps
             )
-            optimizer.zero_grad(set_to_none=True)
-            out.loss.backward()
-            if cfg.grad_clip:
-                nn.utils.clip_grad_norm_(online.parameters(), cfg.grad_clip)
-            optimizer.step()
-            prios = out.td_errors.abs().double().cpu().numpy() + cfg.priority_eps
         with timer.phase("replay"):
             replay.update_priorities(slots, prios)
         updates += 1
-        losses.append(float(out.loss.detach()))
-        q_means.append(out.q_mean)
-        if updates % cfg.loss_log_interval == 0:
-            logger.scalar("learner/loss", float(np.mean(losses[-cfg.loss_log_interval :])), steps)
-            logger.scalar("learner/q_mean", float(np.mean(q_means[-cfg.loss_log_interval :])), steps)
-            del losses[:-100], q_means[:-100]
+        loss_log.add(out, updates, steps)
         if updates % cfg.target_update_interval == 0:
             target.load_state_dict(online.state_dict())
 

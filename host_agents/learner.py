@@ -38,12 +38,13 @@ import torch
 from torch import nn
 
 from host_agents.apex import (
+    LossLog,
     QLearnerConfig,
     StopFlag,
     apex_main,
     batch_tensors,
-    double_q_loss,
     finite,
+    learn_step,
     open_replay,
     replay_status,
 )
@@ -229,8 +230,7 @@ def run_learner(cfg: LearnerConfig, replay: ReplayConfig) -> dict:
             progress.print(f"replay holds {status['size']} transitions: learning")
 
         last_log, last_log_updates, last_ckpt = time.monotonic(), updates, time.monotonic()
-        losses: list[float] = []
-        q_means: list[float] = []
+        loss_log = LossLog(logger, cfg.loss_log_interval)
 
         def log_interval(now: float) -> None:
             nonlocal last_log, last_log_updates
@@ -249,7 +249,7 @@ def run_learner(cfg: LearnerConfig, replay: ReplayConfig) -> dict:
             elapsed = time.monotonic() - start
             last_eval = f"{evals[-1]['return_mean']:.1f}" if evals else "-"
             share = communication_share(timer.totals(), COMM_PHASES)
-            loss = np.mean(losses[-100:]) if losses else float("nan")
+            loss = loss_log.recent
             return (
                 f"updates {updates}/{cfg.max_steps} loss {loss:.4f} "
                 f"replay {last_table_size} eval {last_eval} params v{version} "
@@ -279,25 +279,16 @@ def run_learner(cfg: LearnerConfig, replay: ReplayConfig) -> dict:
                 raise ConfigError(f"the replay table does not hold {cfg.env} transitions: {e}") from None
             batch = batch_tensors(decoded, device)
             weights = torch.from_numpy(sb.weights.astype(np.float32)).to(device)
-            out = double_q_loss(online, target, batch, weights)
-            optimizer.zero_grad(set_to_none=True)
-            out.loss.backward()
-            if cfg.grad_clip:
-                nn.utils.clip_grad_norm_(online.parameters(), cfg.grad_clip)
-            optimizer.step()
-            prios = out.td_errors.abs().double().cpu().numpy() + cfg.priority_eps
+            out, prios = learn_step(
+                online, target, optimizer, batch, weights, cfg.grad_clip, cfg.priority_eps
+            )
             with timer.phase("update_priorities"):
                 if io is None:
                     client.update_priorities(sb.keys, prios)
                 else:
                     io.update_priorities(sb.keys, prios)  # waits only when max_pending are in flight
             updates += 1
-            losses.append(float(out.loss.detach()))
-            q_means.append(out.q_mean)
-            if updates % cfg.loss_log_interval == 0:
-                logger.scalar("learner/loss", float(np.mean(losses[-cfg.loss_log_interval :])), updates)
-                logger.scalar("learner/q_mean", float(np.mean(q_means[-cfg.loss_log_interval :])), updates)
-                del losses[:-100], q_means[:-100]
+            loss_log.add(out, updates, updates)
             if updates % cfg.target_update_interval == 0:
                 target.load_state_dict(online.state_dict())
             if updates % cfg.publish_interval == 0:
