@@ -51,7 +51,7 @@ class _SyncProxy:
             return method
 
         def call(*args: Any, **kwargs: Any) -> Any:
-            return self._owner._run(name, method, *args, **kwargs).result()
+            return self._owner._run(method, *args, **kwargs).result()
 
         return call
 
@@ -83,7 +83,7 @@ class BackgroundReplay:
             self.busy_s += time.perf_counter() - t0
             self.stats["calls"] += 1
 
-    def _run(self, what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Future:
+    def _run(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Future:
         self._check()
         return self._pool.submit(self._timed, fn, *args, **kwargs)
 
@@ -127,7 +127,7 @@ class BackgroundReplay:
 
     def sample(self, batch_size: int, beta: float | None = None) -> Future[SampleBatch]:
         """Queue a sample; its future completes after every call submitted before it."""
-        return self._run("sample", self._client.sample, batch_size, beta)
+        return self._run(self._client.sample, batch_size, beta)
 
     def update_priorities(
         self, keys: np.ndarray | Sequence[int], priorities: np.ndarray | Sequence[float]
