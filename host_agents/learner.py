@@ -183,10 +183,13 @@ def run_learner(cfg: LearnerConfig, replay: ReplayConfig) -> dict:
     def out_of_time() -> bool:
         return bool(cfg.time_budget_s) and time.monotonic() - start >= cfg.time_budget_s
 
-    def publish() -> None:
+    def publish(wait: bool = False) -> None:
         nonlocal version
         with timer.phase("set_params"):
-            store.publish(online, updates + 1)  # +1: version 0 means "never published"
+            if io is None or wait:
+                store.publish(online, updates + 1)  # +1: version 0 means "never published"
+            else:
+                store.publish_queued(online, updates + 1, io)  # sent after the queued calls
         version = updates + 1
 
     def checkpoint() -> None:
@@ -209,7 +212,7 @@ def run_learner(cfg: LearnerConfig, replay: ReplayConfig) -> dict:
     last_table_size = 0
     clean_exit = False
     try:
-        publish()  # actors act with the learner's network from their first pull
+        publish(wait=True)  # actors act with the learner's network from their first pull
         # --- wait for learning_starts (bounded by the time budget and by signals)
         while True:
             status = replay_status(replay_api, replay)
@@ -324,7 +327,7 @@ def run_learner(cfg: LearnerConfig, replay: ReplayConfig) -> dict:
                 io.drain()  # every update submitted is applied before the run ends (or raises)
         log_interval(time.monotonic())
         try:
-            publish()  # the final parameters, so actors that are still running get them
+            publish(wait=True)  # the final parameters, so actors that are still running get them
             status = replay_status(replay_api, replay)  # the summary's counts are the final ones
         except ReplayTimeout:
             pass  # the server may be gone at shutdown; the checkpoint still has them

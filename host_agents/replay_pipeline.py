@@ -9,7 +9,7 @@ submitted** (a single-worker executor is a FIFO), which gives the guarantees the
   thread calls the client once; the client's retries reuse the request id, and a repeated update
   sets the same priority again);
 - a prefetched sample (:meth:`sample` returns a future) is drawn while the caller trains;
-- fire-and-forget calls (:meth:`update_priorities`, :meth:`insert`) are bounded: at most
+- fire-and-forget calls (:meth:`update_priorities`, :meth:`insert`, :meth:`set_params`) are bounded: at most
   ``max_pending`` wait at a time, the next one blocks until one completes (backpressure, never a
   silent drop). A call that fails after the client's retries is raised to the caller at its next
   call, or at :meth:`drain` / :meth:`close`; after a failure every call raises.
@@ -141,6 +141,21 @@ class BackgroundReplay:
         """Queue a push of ``items`` (their count is in ``stats["items_inserted"]`` once stored)."""
         p = np.array(priorities, dtype=np.float64, copy=True)
         self._fire("insert", self._client.insert, list(items), p)
+
+    def set_params(self, blob: bytes, version: int, slot: int = 0) -> None:
+        """Queue a parameter publication (actors pull whichever version is stored when they ask,
+        so the caller need not wait). A store that keeps a newer version fails the pipeline."""
+
+        def publish() -> int:
+            held = self._client.set_params(blob, version, slot)
+            if held != version:  # the server keeps the newer of two versions
+                raise ReplayPipelineError(
+                    f"the parameter store already holds version {held} > {version}, from an earlier "
+                    "run: continue that run with --resume, or restart the replay server"
+                )
+            return held
+
+        self._fire("set_params", publish)
 
     @property
     def pending(self) -> int:

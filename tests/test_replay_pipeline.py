@@ -95,3 +95,18 @@ def test_bad_arguments() -> None:
     with real_server("--table", "t:max_size=8,alpha=1") as port:
         with pytest.raises(ValueError, match="max_pending"):
             BackgroundReplay(client(port), max_pending=0)
+
+
+def test_queued_parameter_publication() -> None:
+    """set_params goes out after the calls queued before it, without the caller waiting; a store
+    that holds a newer version (an earlier run's) fails the pipeline at the next call."""
+    with real_server("--table", "t:max_size=8,alpha=1") as port:
+        io = BackgroundReplay(client(port))
+        io.insert([b"a"], [1.0])
+        io.set_params(b"weights-v3", 3)
+        assert io.sync.get_params() == (3, b"weights-v3")  # queued behind the publication
+        io.set_params(b"weights-v2", 2)  # older than what the store holds
+        with pytest.raises(ReplayPipelineError, match="already holds version 3 > 2"):
+            io.drain()
+        with pytest.raises(ReplayPipelineError):
+            io.close()
