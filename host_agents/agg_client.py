@@ -47,6 +47,7 @@ from host_agents.agg_protocol import (
     VALUES_DTYPE,
     AggFormat,
     block_exponents,
+    headroom_bits,
     scale_for,
 )
 from host_agents.aggio import AggIOUnavailable, BatchSocket
@@ -401,7 +402,7 @@ class AggregationClient:
         c.fd, c.ip_be, c.port_be = bio._fd, bio._ip_be, bio._port_be
         c.job_id, c.worker_id = self.job_id, self.worker_id
         c.vpp, c.chunks, c.slots, c.n_active = vpp, chunks, self.num_slots, n_active
-        c.headroom = max(0, math.ceil(math.log2(max(1, self.num_workers))))
+        c.headroom = headroom_bits(self.num_workers)
         c.dynamic = int(dynamic)
         c.version = self.version & 0xFFFFFFFF
         c.row, c.rx_rows = bio.tx.shape[1], bio.rx.shape[0]
@@ -449,7 +450,7 @@ class AggregationClient:
 
     def _scales(self, biased_exp: np.ndarray) -> np.ndarray:
         """:func:`scale_for` of each exponent (this client's worker count)."""
-        headroom = max(0, math.ceil(math.log2(max(1, self.num_workers))))
+        headroom = headroom_bits(self.num_workers)
         e = np.asarray(biased_exp, np.int64)
         return np.where(e == 0, 1.0, np.ldexp(1.0, 30 - (e - EXP_BIAS) - headroom))
 

@@ -196,10 +196,14 @@ def block_exponent(block: np.ndarray) -> int:
     return int(block_exponents(np.asarray(block).reshape(1, -1))[0])
 
 
+def headroom_bits(num_contributions: int) -> int:
+    """Bits kept free above a block's values so that a sum of ``num_contributions`` of them fits."""
+    return max(0, math.ceil(math.log2(max(1, num_contributions))))
+
+
 def scale_for(biased_exp: int, num_contributions: int) -> float:
     """Fixed-point scale for a block: the sum of ``num_contributions`` values below 2**e stays
     below 2**30, so int32 cannot overflow (one bit of headroom for rounding)."""
     if biased_exp == 0:
         return 1.0
-    headroom = max(0, math.ceil(math.log2(max(1, num_contributions))))
-    return math.ldexp(1.0, 30 - (biased_exp - EXP_BIAS) - headroom)
+    return math.ldexp(1.0, 30 - (biased_exp - EXP_BIAS) - headroom_bits(num_contributions))
