@@ -30,6 +30,8 @@ from types import TracebackType
 
 import numpy as np
 
+from host_agents.aggio import AggIOUnavailable, BatchSocket
+from host_agents.aggio import load as load_aggio
 from host_agents.replay_protocol import (
     FRAGMENT_BYTES,
     HEADER_BYTES,
@@ -503,6 +505,9 @@ def stratified_draws(batch_size: int, rng: np.random.Generator) -> np.ndarray:
     return np.minimum(np.floor(u), float((1 << 32) - 1)).astype(np.uint32)
 
 
+# bytes per row of the switch client's request table: a SAMPLE (header + 8-byte body) is the longest
+_REQUEST_ROW_BYTES = 64
+
 # a one-item SAMPLE_REPLY body's fixed part: table_size, count, then the item's key,
 # probability, weight and length (docs/replay_protocol.md); the item's bytes follow
 _SAMPLE_ONE_DTYPE = np.dtype([("table_size", ">u8"), ("count", ">u4"), ("key", ">u8"), ("probability", ">f4"),
@@ -569,13 +574,12 @@ class SwitchReplayClient(ReplayClient):
         # batched datagram I/O (sendmmsg/recvmmsg, host_agents/aggio.c) when it can be built;
         # else one socket call per datagram
         self._rx: np.ndarray | None = None
+        self._bio: BatchSocket | None = None
         try:
-            from host_agents.aggio import load
-
-            load()
+            load_aggio()
             self._rx = np.zeros((256, 2048), np.uint8)
             self._rx_head = np.ndarray((256,), HEADER_DTYPE, self._rx, 0, (2048,))
-        except (ImportError, RuntimeError):
+        except AggIOUnavailable:
             pass
 
     def close(self) -> None:
@@ -657,6 +661,15 @@ class SwitchReplayClient(ReplayClient):
             raise ReplayError(h.status, decode_error(b), op.name, h.request_id)
         return replies  # type: ignore[return-value]
 
+    def _batch_socket(self, rows: int) -> BatchSocket:
+        """The batched I/O over this client's socket, its request table grown to ``rows`` rows
+        (kept across calls: binding the tables to the C helper is not free)."""
+        if self._bio is None or self._bio.tx.shape[0] < rows:
+            tx = np.zeros((max(rows, 256), _REQUEST_ROW_BYTES), np.uint8)
+            assert self._rx is not None
+            self._bio = BatchSocket(self.sock, self.server, tx, self._rx)
+        return self._bio
+
     def _exchange_table(self, table: np.ndarray, op: Op) -> _Replies:
         """:meth:`_exchange` for requests given as rows of a uint8 table (one datagram each, with
         consecutive request ids), moved ``window`` at a time with one sendmmsg and received a
@@ -666,11 +679,10 @@ class SwitchReplayClient(ReplayClient):
         n = table.shape[0]
         if self._rx is None or n == 0:
             return _Replies.from_pairs(self._exchange([row.tobytes() for row in table], op))
-        from host_agents.aggio import BatchSocket
-
         base = int.from_bytes(table[0, 4:8].tobytes(), "big")  # request_id of the first row
-        bio = BatchSocket(self.sock, self.server, table, self._rx)
-        bio.tx_len[:] = table.shape[1]
+        bio = self._batch_socket(n)
+        bio.tx[:n, : table.shape[1]] = table  # rows 0..n-1 are this call's requests
+        bio.tx_len[:n] = table.shape[1]
         out = _Replies(np.zeros(n, HEADER_DTYPE), np.zeros((n, self._rx.shape[1]), np.uint8),
                        np.zeros(n, np.int64))  # fmt: skip
         done = np.zeros(n, bool)
