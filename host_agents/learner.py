@@ -19,8 +19,9 @@ target return was reached). SIGTERM or Ctrl-C stops it cleanly.
 With ``--prefetch K`` (default 1) the replay calls run on one background thread in the order they
 were made: the next K batches are drawn while the learner trains, and priority updates go out
 without waiting (each applied once, after the sample it refers to; at most
-``--max-pending-updates`` in flight; all applied before the run ends). time/sample and
-time/update_priorities then count only the time the learner waited; summary.json's
+``--max-pending-updates`` in flight; all applied before the run ends); so do the periodic
+parameter publications (the first and the last are waited for). time/sample,
+time/update_priorities and time/set_params then count only the time the learner waited; summary.json's
 replay_io_busy_s is the calls' own time on the thread. ``--prefetch 0`` waits for every call.
 """
 
