@@ -149,12 +149,14 @@ def _pins() -> tuple[list[str], list[str]]:
     return pin_switch, (["taskset", "-c", "0"] if pin_switch else [])
 
 
-def _start_switch(program: Path, backend: str, interfaces: list[str], pin: list[str]
-                  ) -> tuple[subprocess.Popen, int, str]:
-    """`python -m softswitch` on ports 1.. bound to `interfaces`: (process, P4Runtime port, the
-    backend it says it runs)."""
+def _start_switch(program: Path, backend: str, interfaces: list[str], pin: list[str],
+                  defines: tuple[str, ...] = ()) -> tuple[subprocess.Popen, int, str]:
+    """`python -m softswitch` on ports 1.. bound to `interfaces` (`defines`: -D NAME=VALUE for the
+    program): (process, P4Runtime port, the backend it says it runs)."""
     argv = pin + [sys.executable, "-m", "softswitch", "--backend", backend, "--p4", str(program),
                   "--grpc-addr", "127.0.0.1:0"]
+    for d in defines:
+        argv += ["-D", d]
     for n, ifname in enumerate(interfaces, start=1):
         argv += ["-i", f"{n}@{ifname}"]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
@@ -263,15 +265,17 @@ def build_blast() -> Path:
     return exe
 
 
-def innet_agg_frame(worker: int) -> bytes:
-    """A DATA packet of worker `worker` in job 1 (docs/protocol.md), slot 0 round 1, at the
-    program's default values per packet (the width the benchmark loads): blast rewrites slot and
-    round per packet."""
+def innet_agg_frame(worker: int, values_per_packet: int | None = None) -> bytes:
+    """A DATA packet of worker `worker` in job 1 (docs/protocol.md), slot 0 round 1, with
+    `values_per_packet` values (the program's default when None; the switch must be compiled for
+    it): blast rewrites slot and round per packet."""
     from host_agents.agg_protocol import AGG_UDP_PORT, DEFAULT_VALUES_PER_PACKET, AggHeaderFields
+
+    values = values_per_packet or DEFAULT_VALUES_PER_PACKET
 
     hdr = AggHeaderFields(op=1, flags=0, job_id=1, worker_id=worker, slot=0, round=1, next_exp=0, count=1,
                           bitmap=0, chunk=0, version_lo=0, version_hi=0).pack()
-    payload = hdr + b"".join(struct.pack("!i", worker * 100 + i) for i in range(DEFAULT_VALUES_PER_PACKET))
+    payload = hdr + b"".join(struct.pack("!i", worker * 100 + i) for i in range(values))
     udp = struct.pack("!HHHH", AGG_UDP_PORT, AGG_UDP_PORT, 8 + len(payload), 0)
     ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp) + len(payload), 0, 0, 64, 17, 0,
                      bytes([10, 0, 1, 1 + worker]), bytes([10, 0, 0, 254]))
@@ -280,13 +284,14 @@ def innet_agg_frame(worker: int) -> bytes:
     return bytes.fromhex(SWITCH_MAC.replace(":", "")) + mac + b"\x08\x00" + ip + udp + payload
 
 
-def bench_innet_agg(backend: str, seconds: float) -> dict:
+def bench_innet_agg(backend: str, seconds: float, values_per_packet: int | None = None) -> dict:
     """p4/innet.p4 aggregating a 4-worker synchronous job: each worker on its own switch port
     sends DATA packets for slot i % 1024, round 1 + i / 1024, the workers in step (bench/blast.c
     on the other core, 64 frames per worker in turn); a round that collects all four
     contributions goes out as a RESULT to all four. The rate is contributions aggregated per
     second: the job's `agg_aggregated` counter over the measured window (RESULT copies sent, from
-    `agg_results`, beside it)."""
+    `agg_results`, beside it). `values_per_packet`: the program compiled with
+    -D AGG_VALUES_PER_PACKET=V (its default when None)."""
     from control_plane.aggregation import Job, Member
     from control_plane.switch_controller import SwitchController
     from topologies.netns import create_namespace, create_veth_pair, netns_unavailable
@@ -304,7 +309,8 @@ def bench_innet_agg(backend: str, seconds: float) -> dict:
         made.append(ns)
         pairs = [create_veth_pair(peer_ns=ns, prefix="bw") for _ in range(AGG_WORKERS)]
         made += pairs
-        proc, grpc_port, ran = _start_switch(INNET, backend, [p.host_if for p in pairs], pin_switch)
+        defines = (f"AGG_VALUES_PER_PACKET={values_per_packet}",) if values_per_packet else ()
+        proc, grpc_port, ran = _start_switch(INNET, backend, [p.host_if for p in pairs], pin_switch, defines)
         sc = SwitchController(f"127.0.0.1:{grpc_port}", SWITCH_MAC, SWITCH_IP)
         sc.attach()
         members = [Member(i, port=i + 1, mac=f"02:00:00:00:01:{1 + i:02x}", ip=f"10.0.1.{1 + i}")
@@ -313,7 +319,7 @@ def bench_innet_agg(backend: str, seconds: float) -> dict:
         slot_off, round_off = 14 + 20 + 8 + 4, 14 + 20 + 8 + 6
         argv = pin_sender + [str(blast), str(seconds + 3), str(AGG_SLOTS), str(slot_off), str(round_off)]
         for i, p in enumerate(pairs):
-            argv += [p.ns_if, innet_agg_frame(i).hex()]
+            argv += [p.ns_if, innet_agg_frame(i, values_per_packet).hex()]
         send = ns.popen(argv)
         time.sleep(min(2.0, seconds / 4))
 
@@ -335,7 +341,8 @@ def bench_innet_agg(backend: str, seconds: float) -> dict:
         return {"program": "innet_agg4", "backend": ran, "path": "veth",
                 "sender": "bench/blast.c (sendmmsg, 64 frames per worker in turn), 1 core",
                 "workers": AGG_WORKERS, "slots": AGG_SLOTS,
-                "values_per_packet": (len(innet_agg_frame(0)) - 70) // 4, "seconds": round(dt, 2),
+                "values_per_packet": (len(innet_agg_frame(0, values_per_packet)) - 70) // 4,
+                "seconds": round(dt, 2),
                 "offered_pps": round((tx1 - tx0) / dt), "pps": round((agg1 - agg0) / dt),
                 "result_copies_per_s": round((res1 - res0) / dt), "frames_out_pps": round((rx1 - rx0) / dt),
                 "job_counters": counters, "sender_said": out.strip(),
@@ -410,21 +417,31 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=5.0,
                     help="measured window of each veth run (default %(default)s)")
     ap.add_argument("--skip-veth", action="store_true", help="only the in-process runs")
+    ap.add_argument("--skip-in-process", action="store_true", help="only the veth runs")
+    ap.add_argument("--only-innet", action="store_true",
+                    help="of the veth runs, only p4/innet.p4's aggregation (no l2l3/agg32, no load time)")
+    ap.add_argument("--values-per-packet", default="",
+                    help="comma-separated widths for the innet aggregation run (p4/innet.p4 compiled "
+                         "with -D AGG_VALUES_PER_PACKET=V for each; default: the program's default, 64)")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "softswitch_pps.json"))
     args = ap.parse_args()
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     bad = [b for b in backends if b not in ("python", "native")]
     if bad:
         ap.error(f"unknown backend {bad[0]!r} (python, native)")
+    try:
+        widths: list[int | None] = [int(v) for v in args.values_per_packet.split(",") if v.strip()] or [None]
+    except ValueError:
+        ap.error(f"--values-per-packet: comma-separated integers, not {args.values_per_packet!r}")
     results = []
-    for which in ("l2l3", "agg32"):
+    for which in (() if args.skip_in_process or args.only_innet else ("l2l3", "agg32")):
         for backend in backends:
             n = args.packets * (100 if backend == "native" else 1)
             r = bench_in_process(which, backend, n)
             print(f"{which:6s} {backend:6s} in-process  {r['pps']:>11,d} packets/s  "
                   f"({r['ns_per_packet']} ns/packet)", flush=True)
             results.append(r)
-    if not args.skip_veth:
+    if not args.skip_veth and not args.only_innet:
         for which in ("l2l3", "agg32"):
             for backend in backends:
                 r = bench_veth(which, backend, args.seconds)
@@ -437,17 +454,19 @@ def main() -> int:
                           "forwarded packet)", flush=True)
                 results.append(r)
     if not args.skip_veth:
-        for backend in backends:
-            r = bench_innet_agg(backend, args.seconds)
-            if "skipped" in r:
-                print(f"innet  {backend:6s} 4 workers   skipped: {r['skipped']}")
-            else:
-                print(f"innet  {r['backend']:6s} 4 workers   {r['pps']:>11,d} contributions/s aggregated of "
-                      f"{r['offered_pps']:,d} offered ({r['result_copies_per_s']:,d} RESULT copies/s; "
-                      f"{r['sender']}; switch on core {r['switch_core']}, {r['switch_cpu_busy']:.0%} busy)",
-                      flush=True)
-            results.append(r)
-    for backend in backends:
+        for width in widths:
+            for backend in backends:
+                r = bench_innet_agg(backend, args.seconds, width)
+                if "skipped" in r:
+                    print(f"innet  {backend:6s} 4 workers   skipped: {r['skipped']}")
+                else:
+                    print(f"innet  {r['backend']:6s} 4 workers   {r['values_per_packet']} values/packet: "
+                          f"{r['pps']:>11,d} contributions/s aggregated of {r['offered_pps']:,d} offered "
+                          f"({r['result_copies_per_s']:,d} RESULT copies/s; {r['sender']}; switch on core "
+                          f"{r['switch_core']}, {r['switch_cpu_busy']:.0%} busy, "
+                          f"{r['switch_cpu_ns_per_packet']} ns CPU per contribution)", flush=True)
+                results.append(r)
+    for backend in (() if args.only_innet else backends):
         r = bench_load(backend)
         cold = r.get("cold_s")
         print(f"innet  {r['backend']:6s} load        cold cache {cold} s, warm {r.get('warm_s')} s "

@@ -39,6 +39,21 @@ DIGEST_ROOM = 64  # SS_MAX_DIGEST_FIELDS: a poll with this much room never drops
 POLL_MS = 100  # how long a poll thread blocks in C before it looks at the stop flag
 
 
+def _register_banks(registers: list[dict]) -> list[tuple[int, list[dict]]]:
+    """Runs of registers declared one after another with the same size, each at most 64 bits wide,
+    as (number of the first, members): the runtime stores a run interleaved, cell by cell
+    (ss_define_register_bank), since a program that declares such arrays together (an
+    aggregation's value registers) reads them all at one index per packet. Others alone."""
+    banks: list[tuple[int, list[dict]]] = []
+    for i, r in enumerate(registers):
+        last = banks[-1][1] if banks else None
+        if (last and r["width"] <= 64 and last[0]["width"] <= 64 and r["size"] == last[0]["size"]):
+            last.append(r)
+        else:
+            banks.append((i, [r]))
+    return banks
+
+
 def default_backend() -> str:
     """$INNET_SWITCH_BACKEND, else auto."""
     b = os.environ.get("INNET_SWITCH_BACKEND", "auto").strip().lower() or "auto"
@@ -154,10 +169,16 @@ class NativeSwitch(Switch):
             self._check(lib.ss_define_table(sw, i, len(limbs), kinds, widths, t["size"],
                                             int(t["direct_counter"]), t["direct_meter"],
                                             int(t["largest_priority_wins"])), f"table {t['name']}")
-        for i, r in enumerate(m["registers"]):
-            n = len(wide.limb_widths(r["width"]))  # a wide register: n 64-bit cells per index
-            self._check(lib.ss_define_register(sw, i, min(r["width"], 64), r["size"] * n),
-                        f"register {r['name']}")
+        for first, regs in _register_banks(m["registers"]):
+            if len(regs) == 1:
+                r = regs[0]
+                n = len(wide.limb_widths(r["width"]))  # a wide register: n 64-bit cells per index
+                self._check(lib.ss_define_register(sw, first, min(r["width"], 64), r["size"] * n),
+                            f"register {r['name']}")
+            else:
+                widths = ffi.new("uint32_t[]", [r["width"] for r in regs])
+                self._check(lib.ss_define_register_bank(sw, first, len(regs), widths, regs[0]["size"]),
+                            f"registers {regs[0]['name']}..{regs[-1]['name']}")
         for i, c in enumerate(m["counters"]):
             unit = c["unit"].upper()
             self._check(lib.ss_define_counter(sw, i, c["size"], int(unit != "PACKETS"), int(unit != "BYTES")),

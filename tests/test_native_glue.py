@@ -151,3 +151,65 @@ def test_digests_are_delivered_when_made_not_at_the_next_packet_in_poll() -> Non
         assert statistics.median(latencies) < 0.02, latencies
     finally:
         sw.close()
+
+
+BANKED = """
+#include <core.p4>
+#include <v1model.p4>
+header h_t { bit<8> idx; bit<16> a; bit<16> b; bit<8> c; bit<48> d; }
+struct headers_t { h_t h; }
+struct meta_t { }
+parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    state start { pkt.extract(hdr.h); transition accept; }
+}
+control VC(inout headers_t hdr, inout meta_t meta) { apply { } }
+control Ing(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    register<bit<16>>(4) ra;   // ra, rb, rc: one bank (declared together, same size)
+    register<bit<16>>(4) rb;
+    register<bit<8>>(4) rc;
+    register<bit<48>>(2) rd;   // another size: alone
+    apply {
+        sm.egress_spec = 1;
+        bit<16> x; bit<16> y; bit<8> z; bit<48> w;
+        ra.read(x, (bit<32>)hdr.h.idx);
+        rb.read(y, (bit<32>)hdr.h.idx);
+        rc.read(z, (bit<32>)hdr.h.idx);
+        rd.read(w, (bit<32>)hdr.h.idx);
+        ra.write((bit<32>)hdr.h.idx, x + hdr.h.a);
+        rb.write((bit<32>)hdr.h.idx, y + hdr.h.b);
+        rc.write((bit<32>)hdr.h.idx, z + hdr.h.c);
+        rd.write((bit<32>)hdr.h.idx, w + hdr.h.d);
+        hdr.h.a = x; hdr.h.b = y; hdr.h.c = z; hdr.h.d = w;
+    }
+}
+control Eg(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) { apply { } }
+control CC(inout headers_t hdr, inout meta_t meta) { apply { } }
+control Dep(packet_out pkt, in headers_t hdr) { apply { pkt.emit(hdr); } }
+V1Switch(P(), VC(), Ing(), Eg(), CC(), Dep()) main;
+"""
+
+
+def test_registers_stored_as_a_bank_stay_separate_registers() -> None:
+    """Registers declared together with one size share an interleaved allocation in the runtime
+    (`_register_banks`, ss_define_register_bank): each is still its own register, to the program
+    (read-modify-write per packet, out-of-range indexes, widths) and to the control plane, as on
+    the Python backend."""
+    from softswitch.native_switch import _register_banks
+
+    program = compile_text(BANKED)
+    nat = NativeSwitch(program, seed=1)
+    banks = _register_banks(nat.manifest["registers"])
+    names = [[r["name"].split(".")[-1] for r in regs] for _, regs in banks]
+    assert names == [["ra", "rb", "rc"], ["rd"]]
+    ref = Switch(program, seed=1)
+    for sw in (ref, nat):
+        sw.register_write("Ing.rb", 3, 0xBEEF)
+    for idx in (0, 1, 3, 3, 4, 2, 1, 200):  # 4, 200: out of range for all; 2, 3: out of range for rd
+        frame = bytes([idx]) + (0x1234 + idx).to_bytes(2, "big") + (0xF00D).to_bytes(2, "big") \
+            + bytes([0xF0 + idx % 16]) + (0xABCDEF012345 + idx).to_bytes(6, "big")
+        assert nat.process_packet(1, frame) == ref.process_packet(1, frame), idx
+    for name, size in (("Ing.ra", 4), ("Ing.rb", 4), ("Ing.rc", 4), ("Ing.rd", 2)):
+        assert [nat.register_read(name, i) for i in range(size)] \
+            == [ref.register_read(name, i) for i in range(size)], name
+    assert nat.register_read("Ing.rb", 3) == (0xBEEF + 2 * 0xF00D) & 0xFFFF
+    assert nat.register_read("Ing.rc", 1) == (2 * 0xF1) & 0xFF

@@ -30,13 +30,12 @@ void ss_bits_put(ss_bits *b, uint64_t v, uint32_t width) {
         b->nbits++;
     }
 }
+/* one 64-cell register for the helpers' inline accesses (ss__reg_read/ss__reg_write) */
 static uint64_t cells[64];
-uint64_t ss_register_read(ss_ctx *c, uint32_t reg, uint64_t index) {
-    (void)c; (void)reg; return index < 64 ? cells[index] : 0;
-}
-void ss_register_write(ss_ctx *c, uint32_t reg, uint64_t index, uint64_t value) {
-    (void)c; (void)reg; if (index < 64) cells[index] = value;
-}
+static ss_register reg0 = {.width = 64, .owns_cells = 1, .mask = ~UINT64_C(0), .size = 64, .stride = 1,
+                           .cells = cells};
+static ss_register *const regs[] = {&reg0};
+static ss_ctx ctx0 = {.registers = regs};
 """
 
 
@@ -131,7 +130,7 @@ def _cases(rng: random.Random) -> tuple[list[str], list[str]]:
             want.append(f"{(a << ((-w) % 8)).to_bytes((w + 7) // 8, 'big').hex()} {w}")
         # registers and action arguments: limbs most significant first
         a = vals[-1]
-        code.append(f"{T}_regwrite(NULL, 0, 3, {c(a)}); pr{n}({T}_regread(NULL, 0, 3));")
+        code.append(f"{T}_regwrite(&ctx0, 0, 3, {c(a)}); pr{n}({T}_regread(&ctx0, 0, 3));")
         want.append(f"{a:x}")
         limbs = wide.split(a, w)
         code.append(f"{{ uint64_t r[] = {{{', '.join(f'UINT64_C({x:#x})' for x in limbs)}}}; "

@@ -27,14 +27,42 @@ static inline int64_t ss__sx(uint64_t v, unsigned w) {
     return w >= 64 ? (int64_t)v : (int64_t)(v << (64 - w)) >> (64 - w);
 }
 static inline uint64_t ss__mask(unsigned w) { return w >= 64 ? ~UINT64_C(0) : (UINT64_C(1) << w) - 1; }
-/* big-endian load/store of n <= 8 bytes, byte by byte (no unaligned access) */
+/* big-endian load/store of n <= 8 bytes: whole 2/4/8-byte words through memcpy (no unaligned
+ * access) and one byte swap on little-endian hosts (n is a constant at every call, so the
+ * branches fold; a byte loop there was the parser's largest cost at 256 values per packet),
+ * byte by byte otherwise */
 static inline uint64_t ss__ld(const uint8_t *p, unsigned n) {
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (n == 4) { uint32_t x; memcpy(&x, p, 4); return __builtin_bswap32(x); }
+    if (n == 2) { uint16_t x; memcpy(&x, p, 2); return __builtin_bswap16(x); }
+    if (n == 8) { uint64_t x; memcpy(&x, p, 8); return __builtin_bswap64(x); }
+#endif
     uint64_t v = 0;
     for (unsigned i = 0; i < n; i++) v = (v << 8) | p[i];
     return v;
 }
 static inline void ss__st(uint8_t *p, unsigned n, uint64_t v) {
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (n == 4) { uint32_t x = __builtin_bswap32((uint32_t)v); memcpy(p, &x, 4); return; }
+    if (n == 2) { uint16_t x = __builtin_bswap16((uint16_t)v); memcpy(p, &x, 2); return; }
+    if (n == 8) { uint64_t x = __builtin_bswap64(v); memcpy(p, &x, 8); return; }
+#endif
     for (unsigned i = n; i-- > 0;) { p[i] = (uint8_t)v; v >>= 8; }
+}
+/* register cells inline (ss_register in ss_runtime.h; every register the program names is
+ * defined before it loads): an out-of-range index reads 0 and writes nothing, as bmv2 */
+#if defined(__GNUC__)
+#define SS__HOT_INLINE static inline __attribute__((always_inline))
+#else
+#define SS__HOT_INLINE static inline
+#endif
+SS__HOT_INLINE uint64_t ss__reg_read(ss_ctx *c, uint32_t reg, uint64_t i) {
+    const ss_register *r = c->registers[reg];
+    return i < r->size ? r->cells[i * r->stride] : 0;
+}
+SS__HOT_INLINE void ss__reg_write(ss_ctx *c, uint32_t reg, uint64_t i, uint64_t v) {
+    const ss_register *r = c->registers[reg];
+    if (i < r->size) r->cells[i * r->stride] = v & r->mask;
 }
 /* w <= 64 bits at bit offset `bit` of p, MSB first */
 static inline uint64_t ss__getbits(const uint8_t *p, uint64_t bit, unsigned w) {
@@ -619,9 +647,9 @@ class CEmitter:
         elif k == "register_write" and wide.is_wide(st.args[1].type):
             self.line(f"{ctype(st.args[1].type)}_regwrite(c, {st.obj}, {args[0]}, {args[1]});", lvl)
         elif k == "register_read":
-            self.line(f"{dest} = ss_register_read(c, {st.obj}, {args[0]});", lvl)
+            self.line(f"{dest} = ss__reg_read(c, {st.obj}, {args[0]});", lvl)
         elif k == "register_write":
-            self.line(f"ss_register_write(c, {st.obj}, {args[0]}, {args[1]});", lvl)
+            self.line(f"ss__reg_write(c, {st.obj}, {args[0]}, {args[1]});", lvl)
         elif k == "counter_count":
             self.line(f"ss_counter_count(c, {st.obj}, {args[0]});", lvl)
         elif k == "meter_execute":

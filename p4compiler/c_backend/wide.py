@@ -364,12 +364,12 @@ static inline ss_w{N} ss_w{N}_random(ss_ctx *c, ss_w{N} lo, ss_w{N} hi, unsigned
 static inline ss_w{N} ss_w{N}_regread(ss_ctx *c, uint32_t reg, uint64_t index) {{
     ss_w{N} a; memset(&a, 0, sizeof a);
     if (index > UINT64_MAX / {N} - 1) return a;
-    for (unsigned i = 0; i < {N}; i++) a.v[{N} - 1 - i] = ss_register_read(c, reg, index * {N} + i);
+    for (unsigned i = 0; i < {N}; i++) a.v[{N} - 1 - i] = ss__reg_read(c, reg, index * {N} + i);
     return a;
 }}
 static inline void ss_w{N}_regwrite(ss_ctx *c, uint32_t reg, uint64_t index, ss_w{N} a) {{
     if (index > UINT64_MAX / {N} - 1) return;
-    for (unsigned i = 0; i < {N}; i++) ss_register_write(c, reg, index * {N} + i, a.v[{N} - 1 - i]);
+    for (unsigned i = 0; i < {N}; i++) ss__reg_write(c, reg, index * {N} + i, a.v[{N} - 1 - i]);
 }}
 """
 

@@ -63,6 +63,19 @@ typedef struct ss_std_meta {
 
 struct ss_switch;
 
+/* A register: cell i is cells[i * stride], masked to width bits.  Registers defined as a bank
+ * share one allocation, interleaved (stride = bank size; cells points at the member's column;
+ * the first member owns it): a packet that reads many registers at one index then touches
+ * adjacent words instead of one cache line in each of many arrays.  The generated code reads
+ * and writes cells inline through ss_ctx.registers (every register of the program is defined
+ * before ss_switch_load accepts it). */
+typedef struct ss_register {
+    uint32_t width;
+    int owns_cells;
+    uint64_t mask, size, stride;
+    uint64_t *cells;
+} ss_register;
+
 /* ------------------------------------------------------------------ per-packet context
  * One per pipeline pass.  The generated parser reads data[off..len); the deparser appends to
  * out (capacity out_cap); the runtime then appends data[payload_off..len) and applies
@@ -86,6 +99,7 @@ typedef struct ss_ctx {
     uint32_t truncate_len;   /* 0: no truncation */
     uint32_t last_meter_color[8]; /* direct meter colours of the last hit, by direct-meter number */
     void *scratch;           /* runtime-private */
+    ss_register *const *registers;  /* by register number, set by the runtime for each pass */
 } ss_ctx;
 
 #define SS_NONE (-1)
@@ -138,8 +152,9 @@ int ss_value_set_match(ss_ctx *c, uint32_t vs, const uint64_t *keys);
  * Values are masked to the register's width by the runtime on write. */
 uint64_t ss_register_read(ss_ctx *c, uint32_t reg, uint64_t index);
 void ss_register_write(ss_ctx *c, uint32_t reg, uint64_t index, uint64_t value);
-/* Direct access for hot paths: the cells of a register (size given by the loader). */
-uint64_t *ss_register_cells(ss_ctx *c, uint32_t reg, uint64_t *size);
+/* Direct access for hot paths: cell i of a register is cells[i * stride] (size given by the
+ * loader; stride > 1 for a member of a register bank). */
+uint64_t *ss_register_cells(ss_ctx *c, uint32_t reg, uint64_t *size, uint64_t *stride);
 
 void ss_counter_count(ss_ctx *c, uint32_t counter, uint64_t index);   /* packet_length bytes */
 uint64_t ss_meter_execute(ss_ctx *c, uint32_t meter, uint64_t index); /* 0 green 1 yellow 2 red */
@@ -200,6 +215,11 @@ int ss_define_table(struct ss_switch *sw, uint32_t table, uint32_t n_keys, const
                     const uint16_t *widths, uint32_t size, int has_direct_counter,
                     int32_t direct_meter, int largest_priority_wins);
 int ss_define_register(struct ss_switch *sw, uint32_t reg, uint32_t width, uint64_t size);
+/* Registers first..first+count-1, all of `size` cells (widths[k] bits each), stored interleaved:
+ * one allocation whose row i holds cell i of every member.  Behaves as count separate registers;
+ * only the memory layout differs (for registers a program reads at one index per packet). */
+int ss_define_register_bank(struct ss_switch *sw, uint32_t first, uint32_t count, const uint32_t *widths,
+                            uint64_t size);
 int ss_define_counter(struct ss_switch *sw, uint32_t counter, uint64_t size, int bytes, int packets);
 int ss_define_meter(struct ss_switch *sw, uint32_t meter, uint64_t size, int bytes);
 int ss_define_direct_meter(struct ss_switch *sw, uint32_t dmeter, int bytes);

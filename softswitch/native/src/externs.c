@@ -24,29 +24,54 @@ static int grow(struct ss_switch *sw, void ***arr, uint32_t *n, uint32_t idx) {
 
 /* ------------------------------------------------------------------ definitions */
 int ss_define_register(struct ss_switch *sw, uint32_t reg, uint32_t width, uint64_t size) {
-    if (!sw) return SS_EINVAL;
+    return ss_define_register_bank(sw, reg, 1, &width, size);
+}
+
+int ss_define_register_bank(struct ss_switch *sw, uint32_t first, uint32_t count, const uint32_t *widths,
+                            uint64_t size) {
+    if (!sw || !widths) return SS_EINVAL;
     ss__lock(sw);
-    int rc;
-    if (reg >= MAX_OBJECTS || width < 1 || width > 64 || size > MAX_CELLS) {
-        rc = ss__error(sw, SS_EINVAL, "register %u: width %u / size %llu out of range", reg, width,
-                       (unsigned long long)size);
+    int rc = SS_OK;
+    ss_register *made = NULL;
+    uint64_t *cells = NULL;
+    if (count < 1 || first >= MAX_OBJECTS || count > MAX_OBJECTS - first || size > MAX_CELLS
+        || size * count > MAX_CELLS) {
+        rc = ss__error(sw, SS_EINVAL, "registers %u..%u: count %u / size %llu out of range", first,
+                       first + count - 1, count, (unsigned long long)size);
         goto out;
     }
-    if ((rc = grow(sw, (void ***)&sw->registers, &sw->n_registers, reg))) goto out;
-    if (sw->registers[reg]) { rc = ss__error(sw, SS_EEXIST, "register %u is already defined", reg); goto out; }
-    ss_register *r = calloc(1, sizeof *r);
-    uint64_t *cells = calloc(size ? (size_t)size : 1, sizeof(uint64_t));
-    if (!r || !cells) {
-        free(r);
+    for (uint32_t k = 0; k < count; k++) {
+        if (widths[k] < 1 || widths[k] > 64) {
+            rc = ss__error(sw, SS_EINVAL, "register %u: width %u out of range", first + k, widths[k]);
+            goto out;
+        }
+    }
+    if ((rc = grow(sw, (void ***)&sw->registers, &sw->n_registers, first + count - 1))) goto out;
+    for (uint32_t k = 0; k < count; k++) {
+        if (sw->registers[first + k]) {
+            rc = ss__error(sw, SS_EEXIST, "register %u is already defined", first + k);
+            goto out;
+        }
+    }
+    /* the members' descriptors side by side too: the generated code reads one per access */
+    made = calloc(count, sizeof *made);
+    cells = calloc(size ? (size_t)(size * count) : 1, sizeof(uint64_t));
+    if (!made || !cells) {
+        free(made);
         free(cells);
-        rc = ss__error(sw, SS_ENOMEM, "out of memory for register %u", reg);
+        rc = ss__error(sw, SS_ENOMEM, "out of memory for registers %u..%u", first, first + count - 1);
         goto out;
     }
-    r->width = width;
-    r->mask = width >= 64 ? ~0ull : (1ull << width) - 1ull;
-    r->size = size;
-    r->cells = cells;
-    sw->registers[reg] = r;
+    for (uint32_t k = 0; k < count; k++) {
+        ss_register *r = &made[k];
+        r->width = widths[k];
+        r->owns_cells = k == 0;  /* the first member frees the cells and the descriptors */
+        r->mask = widths[k] >= 64 ? ~0ull : (1ull << widths[k]) - 1ull;
+        r->size = size;
+        r->stride = count;
+        r->cells = cells + k;
+        sw->registers[first + k] = r;
+    }
 out:
     ss__unlock(sw);
     return rc;
@@ -156,23 +181,25 @@ uint64_t ss_register_read(ss_ctx *c, uint32_t reg, uint64_t index) {
     struct ss_switch *sw = c->sw;
     if (reg >= sw->n_registers || !sw->registers[reg]) return 0;
     ss_register *r = sw->registers[reg];
-    return index < r->size ? r->cells[index] : 0;
+    return index < r->size ? r->cells[index * r->stride] : 0;
 }
 
 void ss_register_write(ss_ctx *c, uint32_t reg, uint64_t index, uint64_t value) {
     struct ss_switch *sw = c->sw;
     if (reg >= sw->n_registers || !sw->registers[reg]) return;
     ss_register *r = sw->registers[reg];
-    if (index < r->size) r->cells[index] = value & r->mask;
+    if (index < r->size) r->cells[index * r->stride] = value & r->mask;
 }
 
-uint64_t *ss_register_cells(ss_ctx *c, uint32_t reg, uint64_t *size) {
+uint64_t *ss_register_cells(ss_ctx *c, uint32_t reg, uint64_t *size, uint64_t *stride) {
     struct ss_switch *sw = c->sw;
     if (reg >= sw->n_registers || !sw->registers[reg]) {
         if (size) *size = 0;
+        if (stride) *stride = 1;
         return NULL;
     }
     if (size) *size = sw->registers[reg]->size;
+    if (stride) *stride = sw->registers[reg]->stride;
     return sw->registers[reg]->cells;
 }
 
@@ -194,7 +221,7 @@ int ss_register_get(struct ss_switch *sw, uint32_t reg, uint64_t index, uint64_t
     ss__lock(sw);
     ss_register *r = get_reg(sw, reg, index);
     int rc = r ? SS_OK : (reg >= sw->n_registers || !sw->registers[reg] ? SS_ENOENT : SS_EINVAL);
-    if (r) *value = r->cells[index] & r->mask;
+    if (r) *value = r->cells[index * r->stride] & r->mask;
     ss__unlock(sw);
     return rc;
 }
@@ -210,7 +237,7 @@ int ss_register_set(struct ss_switch *sw, uint32_t reg, uint64_t index, uint64_t
         rc = ss__error(sw, SS_EINVAL, "value %llu does not fit in register %u (%u bits)",
                        (unsigned long long)value, reg, r->width);
     } else {
-        r->cells[index] = value;
+        r->cells[index * r->stride] = value;
     }
     ss__unlock(sw);
     return rc;
@@ -223,7 +250,8 @@ int ss_register_reset(struct ss_switch *sw, uint32_t reg) {
     if (reg >= sw->n_registers || !sw->registers[reg])
         rc = ss__error(sw, SS_ENOENT, "register %u is not defined", reg);
     else
-        memset(sw->registers[reg]->cells, 0, (size_t)sw->registers[reg]->size * sizeof(uint64_t));
+        for (uint64_t i = 0; i < sw->registers[reg]->size; i++)
+            sw->registers[reg]->cells[i * sw->registers[reg]->stride] = 0;
     ss__unlock(sw);
     return rc;
 }

@@ -21,6 +21,7 @@ static inline void pass_init(ss_pass *p, struct ss_switch *sw, const uint8_t *da
                              uint32_t off) {
     memset(p, 0, sizeof *p);
     p->c.sw = sw;
+    p->c.registers = sw->registers;
     p->c.data = data;
     p->c.len = len;
     p->c.off = off;

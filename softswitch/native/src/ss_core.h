@@ -71,11 +71,6 @@ typedef struct ss_table {
 void ss__table_free(ss_table *t);
 
 /* ------------------------------------------------------------------ externs */
-typedef struct ss_register {
-    uint32_t width;
-    uint64_t mask, size;
-    uint64_t *cells;
-} ss_register;
 
 typedef struct ss_counter {
     uint64_t size;

@@ -267,8 +267,12 @@ void ss_switch_free(struct ss_switch *sw) {
     ss__queue_close(&sw->digests);
     for (uint32_t i = 0; i < sw->n_tables; i++) ss__table_free(sw->tables[i]);
     free(sw->tables);
-    for (uint32_t i = 0; i < sw->n_registers; i++)
-        if (sw->registers[i]) { free(sw->registers[i]->cells); free(sw->registers[i]); }
+    /* backwards: a bank's first member frees its later members' descriptors with its own */
+    for (uint32_t i = sw->n_registers; i-- > 0;)
+        if (sw->registers[i] && sw->registers[i]->owns_cells) {
+            free(sw->registers[i]->cells);
+            free(sw->registers[i]);
+        }
     free(sw->registers);
     for (uint32_t i = 0; i < sw->n_counters; i++)
         if (sw->counters[i]) { free(sw->counters[i]->cells); free(sw->counters[i]); }

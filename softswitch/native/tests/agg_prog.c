@@ -53,10 +53,10 @@ static void agg_ingress(ss_ctx *c, void *st) {
     uint64_t idx = s->slot & 1023;
 #if AGG_CELLS
     for (uint32_t i = 0; i < 32; i++) {
-        uint64_t size, *cells = ss_register_cells(c, i, &size);
+        uint64_t size, stride, *cells = ss_register_cells(c, i, &size, &stride);
         if (idx < size) {
-            uint64_t t = (cells[idx] + s->v[i]) & 0xFFFFFFFFu;
-            cells[idx] = t;
+            uint64_t t = (cells[idx * stride] + s->v[i]) & 0xFFFFFFFFu;
+            cells[idx * stride] = t;
             s->v[i] = t;
         } else {
             s->v[i] = s->v[i];

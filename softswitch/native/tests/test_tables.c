@@ -327,11 +327,30 @@ static void test_externs(void) {
     CHECK(ss_register_read(&c, 0, 1) == 0xFFF);
     ss_register_write(&c, 0, 4, 1);  /* out of range: ignored */
     CHECK(ss_register_read(&c, 0, 4) == 0 && ss_register_read(&c, 9, 0) == 0);
-    uint64_t v, size;
+    uint64_t v, size, stride;
     CHECK(ss_register_set(sw, 0, 2, 0x1000) == SS_EINVAL);
     CHECK(ss_register_set(sw, 0, 2, 0xABC) == 0 && ss_register_get(sw, 0, 2, &v) == 0 && v == 0xABC);
-    CHECK(ss_register_cells(&c, 0, &size)[2] == 0xABC && size == 4);
+    CHECK(ss_register_cells(&c, 0, &size, &stride)[2] == 0xABC && size == 4 && stride == 1);
     CHECK(ss_register_reset(sw, 0) == 0 && ss_register_get(sw, 0, 2, &v) == 0 && v == 0);
+
+    /* a bank: three registers of 5 cells stored row by row, each still its own register */
+    const uint32_t bank_w[3] = {8, 64, 3};
+    const uint32_t bad_w[2] = {8, 65};
+    CHECK(ss_define_register_bank(sw, 10, 2, bad_w, 5) == SS_EINVAL);
+    CHECK(ss_define_register_bank(sw, 10, 0, bank_w, 5) == SS_EINVAL);
+    CHECK(ss_define_register_bank(sw, 0, 3, bank_w, 5) == SS_EEXIST);  /* register 0 exists */
+    CHECK(ss_define_register_bank(sw, 10, 3, bank_w, 5) == 0);
+    CHECK(ss_define_register_bank(sw, 12, 1, bank_w, 5) == SS_EEXIST);
+    for (uint64_t i = 0; i < 5; i++)
+        for (uint32_t k = 0; k < 3; k++) ss_register_write(&c, 10 + k, i, 0x100 * (k + 1) + i);
+    ss_register_write(&c, 11, 5, 7);  /* out of range: ignored, the next row untouched */
+    CHECK(ss_register_read(&c, 10, 4) == 0x04 && ss_register_read(&c, 11, 4) == 0x204
+          && ss_register_read(&c, 12, 4) == 0x4 && ss_register_read(&c, 11, 5) == 0);
+    uint64_t *col = ss_register_cells(&c, 11, &size, &stride);
+    CHECK(size == 5 && stride == 3 && col[3 * stride] == 0x203);
+    CHECK(ss_register_set(sw, 12, 1, 8) == SS_EINVAL && ss_register_set(sw, 12, 1, 6) == 0);
+    CHECK(ss_register_reset(sw, 11) == 0 && ss_register_read(&c, 11, 3) == 0
+          && ss_register_read(&c, 10, 3) == 0x03 && ss_register_read(&c, 12, 1) == 6);
 
     CHECK(ss_define_counter(sw, 1, 3, 1, 1) == 0);
     ss_counter_count(&c, 1, 2);
