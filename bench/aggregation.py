@@ -27,18 +27,20 @@ for the other methods), so every byte of every method crosses the switch. Method
   gloo    torch.distributed gloo ring allreduce (host_agents.gloo_allreduce), rank 0 = worker 0.
 
 Per (method, workers, size) each worker makes one warm-up call (its result is checked against
-the exact sum of every worker's input) and then the timed calls. A call's time is the slowest
-worker's; the table gives the median and the minimum over the timed calls and the algorithm
-bandwidth size/median. Bytes on the wire are the worker interfaces' own counters
+the exact sum of every worker's input) and then the timed calls, on 4 other tensors of the same
+generator in turn (as training makes a new gradient per step: `switch` predicts each slot's first
+exponent from the last call and redoes the rounds it missed, JSON redone_per_call). A call's
+time is the slowest worker's; the table gives the median and the minimum over the timed calls
+and the algorithm bandwidth size/median. Bytes on the wire are the worker interfaces' own counters
 (/sys/class/net/<if>/statistics/{tx,rx}_bytes inside each namespace, read before and after the
 timed calls: Ethernet frames incl. headers, TCP ACKs and retransmissions), per worker per call;
 each method's own count is kept as a cross-check (switch: frames it sent/received; ps: payload +
 32-byte framing; gloo: the analytic ring estimate of payload bytes, it has no counters).
 
-THE TIMINGS MEASURE THE PROJECT'S PYTHON SOFTWARE SWITCH (tens of thousands of packets per
-second, sharing the machine's CPUs with the workers), NOT A HARDWARE SWITCH: they compare the
-methods on this target only. Sizes are float32 tensors of SIZE_KB * 1000 / 4 elements
-(13000 KB ~ the seed's dueling DQN).
+THE TIMINGS MEASURE THE PROJECT'S SOFTWARE SWITCH (its native backend by default, about a
+million packets/s; the Python backend tens of thousands; sharing the machine's CPUs with the
+workers), NOT A HARDWARE SWITCH: they compare the methods on this target only. Sizes are
+float32 tensors of SIZE_KB * 1000 / 4 elements (13000 KB ~ the seed's dueling DQN).
 
     python -m bench.aggregation                       # the full grid (long: see the estimate)
     python -m bench.aggregation --quick               # smoke run, about a minute
@@ -375,7 +377,13 @@ def worker_main(args: argparse.Namespace) -> int:
                  **extra)  # fmt: skip
             if stdin.readline(args.phase_timeout) is None:
                 return 1
+            # a new gradient per timed call, as training makes (the switch's predicted exponents
+            # then miss where a chunk's largest value grows; the warm-up tensor is the one checked
+            # against the exact sum): up to 4 made before the timed calls and taken in turn, so
+            # that making one does not hold the other workers up inside a timed call
+            grads = [input_tensor(args.seed, args.rank, numel, 1 + k) for k in range(min(repeat, 4))]
             for rep in range(repeat):
+                x = grads[rep % len(grads)]
                 if args.delay_ms:  # the straggler: a slower compute step before each timed call
                     time.sleep(args.delay_ms / 1000)
                 t0 = time.perf_counter()
@@ -386,6 +394,8 @@ def worker_main(args: argparse.Namespace) -> int:
                     got = cnt[cnt > 0]
                     extra = {"mean_count": float(got.mean()) if got.size else 0.0,
                              "missing_chunks": int((cnt == 0).sum())}  # fmt: skip
+                elif isinstance(method, _SwitchMethod):  # predicted first rounds run again
+                    extra = {"redone": method.client.last_stats.redone}
                 emit(
                     event="call", rank=args.rank, numel=numel, rep=rep, seconds=seconds,
                     bytes_sent=sent, bytes_received=received, retransmissions=retx, **extra,
@@ -663,9 +673,11 @@ def measure_size(
     own_bytes = [0] * n
     retx = sum(int(w.get("retx", 0)) for w in warm)
     retx_timed = 0
+    redone = 0
     for c in calls:
         if c.get("event") != "call":
             continue
+        redone += c.get("redone", 0)
         per_rank[c["rank"]][c["rep"]] = c["seconds"]
         own_bytes[c["rank"]] += c["bytes_sent"] + c["bytes_received"]
         retx_timed += c["retransmissions"]
@@ -708,6 +720,9 @@ def measure_size(
             "gloo": "analytic ring estimate of payload sent + received (gloo has no counters)",
         }[method],
         "server_wire_per_call": _delta(server_after, server_before, repeat) if method == "ps" else None,
+        # slot rounds whose predicted exponent some worker's chunk did not fit (they ran again),
+        # per worker per call; None for methods without predictions
+        "redone_per_call": redone / n / repeat if method == "switch" else None,
         "retransmissions_warmup": retx,
         "retransmissions_timed": retx_timed,
         "retransmissions_kind": "aggregation packets resent by the clients" if method.startswith("switch")

@@ -36,6 +36,7 @@ from host_agents.agg_protocol import (
     AGG_UDP_PORT,
     DEFAULT_VALUES_PER_PACKET,
     EXP_BIAS,
+    EXP_REDO,
     FLAG_RETX,
     FRAME_OVERHEAD,
     HEADER_BYTES,
@@ -48,6 +49,7 @@ from host_agents.agg_protocol import (
     AggFormat,
     block_exponents,
     headroom_bits,
+    predicted_exponents,
     scale_for,
 )
 from host_agents.aggio import AggIOUnavailable, BatchSocket
@@ -75,6 +77,7 @@ class AllreduceStats:
     packets_received: int = 0
     retransmissions: int = 0
     stale: int = 0
+    redone: int = 0  # first rounds on a predicted exponent that a chunk did not fit: run again
     bytes_sent: int = 0  # Ethernet frames, as on the wire (without preamble/FCS)
     bytes_received: int = 0
     seconds: float = 0.0
@@ -109,6 +112,7 @@ class _Slot:
     sent_at: float = 0.0
     tries: int = 0
     chunk: int = -1  # chunk of the outstanding round (-1: bootstrap or padding)
+    predicting: bool = False  # the outstanding round is the first, on a predicted exponent
 
 
 class AggregationClient:
@@ -123,7 +127,11 @@ class AggregationClient:
     ``timeout * max_tries`` after its first try. ``batched``: None batches when it can, True
     insists, False never does. ``values_per_packet`` must be the width the switch's P4 program was
     compiled with (AGG_VALUES_PER_PACKET): the switch drops packets of another length as
-    malformed, and the client then times out.
+    malformed, and the client then times out. ``predict_exponent`` (synchronous jobs with an
+    agreed exponent): from the second call with the same tensor size on, the first round of
+    each slot goes out on the exponent the last call agreed for its chunk plus a margin, instead
+    of after a header-only bootstrap round (docs/protocol.md); every worker of a job must set it
+    alike.
     """
 
     def __init__(
@@ -140,6 +148,7 @@ class AggregationClient:
         max_tries: int = 50,
         batched: bool | None = None,
         values_per_packet: int = DEFAULT_VALUES_PER_PACKET,
+        predict_exponent: bool = True,
     ) -> None:
         self.format = AggFormat(values_per_packet)  # ValueError for a width the switch cannot have
         if not 0 <= worker_id < MAX_WORKERS:
@@ -172,6 +181,8 @@ class AggregationClient:
         self.slots = [_Slot(i) for i in range(num_slots)]
         self.version = 0
         self._async_size: int | None = None
+        self.predict_exponent = predict_exponent
+        self._last_agreed: np.ndarray | None = None  # the exponents the switch agreed last call
         self.last_info: ChunkInfo | None = None
         self.last_stats = AllreduceStats()
         self.totals = AllreduceStats()
@@ -264,17 +275,34 @@ class AggregationClient:
             local_exp = np.full(chunks, self.fixed_exponent + EXP_BIAS, np.int64)
         else:
             local_exp = block_exponents(blocks)
+        # the job's exponent of each chunk: fixed, or agreed through the switch as the call goes
+        # (the first round of each slot predicted from the last call's, when there was one)
+        dynamic = self.fixed_exponent is None
+        agreed = np.full(chunks, 0 if dynamic else self.fixed_exponent + EXP_BIAS, np.int64)
+        predicted = None
+        last, self._last_agreed = self._last_agreed, None  # a failed call leaves no prediction
+        if dynamic and self.predict_exponent and last is not None and last.size == chunks:
+            n_active = min(self.num_slots, chunks)
+            agreed[:n_active] = predicted_exponents(last[:n_active])
+            predicted = np.ones(n_active, bool)
         if self._bio is not None and self.use_engine and not self.asynchronous:
             run = self._run_engine
         else:
             run = self._run_batched if self._bio is not None else self._run
-        result, info, stats = run(blocks, local_exp)
+        result, info, stats = run(blocks, local_exp, agreed, predicted)
+        if dynamic:
+            self._last_agreed = agreed
         self.last_info, self.last_stats = info, stats
         self.totals.add(stats)
         out = torch.from_numpy(result.reshape(-1)[:n].copy()).reshape(tensor.shape)
         return out
 
-    def _run(self, blocks: np.ndarray, local_exp: np.ndarray) -> tuple[np.ndarray, ChunkInfo, AllreduceStats]:
+    def _run(
+        self, blocks: np.ndarray, local_exp: np.ndarray, agreed: np.ndarray, predicted: np.ndarray | None
+    ) -> tuple[np.ndarray, ChunkInfo, AllreduceStats]:
+        """One packet per socket call. ``agreed``: the job's exponent per chunk, filled in as the
+        switch agrees them (preset when fixed, and for the predicted first rounds: ``predicted``
+        per active slot, None when none is)."""
         chunks = blocks.shape[0]
         W = self.num_slots
         rounds_per_slot = -(-chunks // W)
@@ -287,18 +315,16 @@ class AggregationClient:
             np.zeros(chunks, np.int64),
         )
         stats = AllreduceStats()
-        agreed = np.zeros(chunks, np.int64)  # job-wide biased exponent per chunk
-        if not dynamic:
-            agreed[:] = self.fixed_exponent + EXP_BIAS
         # Each active slot's rounds: its chunks in order (an asynchronous job pads with -1 so that
-        # every slot runs the same number of rounds per call); a bootstrap round (-1) first when
-        # the exponent is agreed through the switch.
+        # every slot runs the same number of rounds per call); a bootstrap round (-2) first when
+        # the exponent is agreed through the switch and not predicted.
         active = []
         for slot in self.slots[: min(W, chunks)]:
             own = list(range(slot.index, chunks, W))
             if self.asynchronous:
                 own += [-1] * (rounds_per_slot - len(own))
-            slot.rounds = ([-2] if dynamic else []) + own
+            slot.predicting = predicted is not None and bool(predicted[slot.index])
+            slot.rounds = ([-2] if dynamic and not slot.predicting else []) + own
             active.append(slot)
         start = time.perf_counter()
         for slot in active:
@@ -348,17 +374,26 @@ class AggregationClient:
                     self._on_stale(slot, held, rounds_per_slot, stats)
                 elif op == OP_RESULT and rnd == slot.round & 0xFFFF:
                     c = slot.chunk
+                    if c >= 0 and nbytes < HEADER_BYTES + values_bytes:
+                        continue
+                    if slot.predicting and next_exp == EXP_REDO:
+                        # a worker's chunk did not fit the predicted exponent: every worker got
+                        # this mark, drops the result and runs the bootstrap and the chunk again
+                        slot.predicting = False
+                        stats.redone += 1
+                        slot.rounds[:0] = [-2, c]
+                        slot.packet = b""
+                        self._send_next(slot, blocks, local_exp, agreed, stats)
+                        continue
+                    slot.predicting = False
                     if c >= 0:
-                        if nbytes < HEADER_BYTES + values_bytes:
-                            continue
                         ints = np.frombuffer(buf, VALUES_DTYPE, vpp, HEADER_BYTES)
                         result[c] = ints.astype(np.float64) / self._scale(int(agreed[c]))
                         info.count[c], info.bitmap[c] = count, bitmap
                         info.version_lo[c], info.version_hi[c] = version_lo, version_hi
                     if dynamic:
                         nxt = self._next_chunk(slot)
-                        if nxt >= 0:
-                            agreed[nxt] = next_exp
+                        agreed[nxt if nxt >= 0 else slot.index] = next_exp
                 else:
                     continue  # a reply for a round this host is not waiting for
                 slot.packet = b""
@@ -372,7 +407,7 @@ class AggregationClient:
     # ---- synchronous jobs: the protocol loop in C (host_agents/aggio.c, aggc_run) ----
 
     def _run_engine(
-        self, blocks: np.ndarray, local_exp: np.ndarray
+        self, blocks: np.ndarray, local_exp: np.ndarray, agreed: np.ndarray, predicted: np.ndarray | None
     ) -> tuple[np.ndarray, ChunkInfo, AllreduceStats]:
         """What :meth:`_run_batched` does for a synchronous job, with the per-packet work
         (quantize, pack, match, descale, retransmit) in C: Python's cost no longer grows with
@@ -386,8 +421,9 @@ class AggregationClient:
         dynamic = self.fixed_exponent is None
         blocks32 = np.ascontiguousarray(blocks, np.float32)
         lexp = np.ascontiguousarray(local_exp, np.int64)
-        agreed = (np.zeros(chunks, np.int64) if dynamic
-                  else np.full(chunks, self.fixed_exponent + EXP_BIAS, np.int64))  # fmt: skip
+        assert agreed.dtype == np.int64 and agreed.flags.c_contiguous  # C fills it in place
+        pred = (np.zeros(n_active, np.int64) if predicted is None
+                else np.ascontiguousarray(predicted, np.int64))  # fmt: skip
         result = np.zeros_like(blocks32)
         info = ChunkInfo(*(np.zeros(chunks, np.int64) for _ in range(4)))
         rounds = np.array([s.round for s in self.slots], np.int64)
@@ -413,6 +449,7 @@ class AggregationClient:
         c.count, c.bitmap = p("int64_t *", info.count), p("int64_t *", info.bitmap)
         c.vlo, c.vhi = p("int64_t *", info.version_lo), p("int64_t *", info.version_hi)
         c.rounds, c.cur, c.tries = p("int64_t *", rounds), p("int64_t *", cur), p("int64_t *", tries)
+        c.predicted = p("int64_t *", pred)
         c.sent_at, c.first_sent = p("double *", sent_at), p("double *", first_sent)
         c.sendq = p("int32_t *", sendq)
         c.tx, c.rx, c.tx_len, c.rx_len = bio._tx_p, bio._rx_p, bio._tx_len_p, bio._rx_len_p
@@ -431,7 +468,7 @@ class AggregationClient:
         stats = AllreduceStats(
             packets_sent=c.packets_sent, packets_received=c.packets_received,
             retransmissions=c.retransmissions, bytes_sent=c.bytes_sent, bytes_received=c.bytes_received,
-            seconds=time.perf_counter() - start,
+            redone=c.redone, seconds=time.perf_counter() - start,
         )  # fmt: skip
         if r == -1:  # the call's stats are not published: it has no result
             raise AggregationTimeout(
@@ -472,7 +509,7 @@ class AggregationClient:
         self.rto = min(self.timeout, max(MIN_RTO, self._srtt + 4 * self._rttvar))
 
     def _run_batched(
-        self, blocks: np.ndarray, local_exp: np.ndarray
+        self, blocks: np.ndarray, local_exp: np.ndarray, agreed: np.ndarray, predicted: np.ndarray | None
     ) -> tuple[np.ndarray, ChunkInfo, AllreduceStats]:
         """What :meth:`_run` does, with the same per-slot state kept in arrays: each received
         batch is matched against every slot at once, and the slots it advances send their next
@@ -487,9 +524,6 @@ class AggregationClient:
         result = np.zeros_like(blocks)
         info = ChunkInfo(*(np.zeros(chunks, np.int64) for _ in range(4)))
         stats = AllreduceStats()
-        agreed = np.zeros(chunks, np.int64)  # job-wide biased exponent per chunk
-        if not dynamic:
-            agreed[:] = self.fixed_exponent + EXP_BIAS
         ids = np.arange(n_active)
         # Slot s runs the call's rounds j = 0, 1, ... < end[s]; round j carries chunk
         # table[s, j + 1] (-1: an asynchronous job's padding, or the bootstrap round j = -1 of an
@@ -501,8 +535,13 @@ class AggregationClient:
         table = ids[:, None] + W * cols[None, :]
         table = np.where((cols >= 0) & (cols < rounds_per_slot) & (table < chunks), table, -1)
         # the exponent a round announces for the slot's next round (0: no chunk there)
-        announce = np.where(table >= 0, local_exp[np.maximum(table, 0)], 0)
-        seq = np.full(n_active, -1 if dynamic else 0, np.int64)
+        # (on a slot's last round, with agreed exponents: its first chunk's, chunk s, whose
+        # job-wide maximum the next call predicts from)
+        announce = np.where(table >= 0, local_exp[np.maximum(table, 0)],
+                            local_exp[ids][:, None] if dynamic else 0)
+        # slots whose first round is still out on a predicted exponent (they skip the bootstrap)
+        pred = np.zeros(n_active, bool) if predicted is None else np.array(predicted, bool)
+        seq = np.where(pred, 0, -1 if dynamic else 0).astype(np.int64)
         rnd = np.array([s.round for s in self.slots[:n_active]], np.int64)
         outstanding = np.zeros(n_active, bool)
         tries = np.zeros(n_active, np.int64)
@@ -526,6 +565,10 @@ class AggregationClient:
             tx_flags[s] = 0
             tx_round[s] = rnd[s] & 0xFFFF
             tx_next[s] = announce[s, j + 1]
+            p = pred[s]
+            if p.any():  # a chunk that does not fit its predicted exponent says so
+                sp, cp = s[p], c[p]
+                tx_next[sp[local_exp[cp] > agreed[cp]]] = EXP_REDO
             data = c >= 0
             tx_count[s] = data
             tx_chunk[s] = np.maximum(c, 0)
@@ -593,6 +636,16 @@ class AggregationClient:
                     seq[ss] = (hh - 1) % rounds_per_slot
                     rnd[ss] = hh - 1  # launch counts the next round: held
                 rs, pkt = s[rt], cand[rt]
+                redo = None
+                if pred[rs].any():  # the first results of predicted rounds
+                    redo = pred[rs] & (rx["next_exp"][pkt] == EXP_REDO)
+                    pred[rs] = False
+                    if redo.any():  # a worker's chunk did not fit: bootstrap, then the chunk again
+                        stats.redone += int(redo.sum())
+                        seq[rs[redo]] = -1
+                        redo, rs, pkt = rs[redo], rs[~redo], pkt[~redo]
+                    else:
+                        redo = None
                 j = seq[rs] + 1
                 c = table[rs, j]
                 data = c >= 0
@@ -604,8 +657,7 @@ class AggregationClient:
                     info.version_lo[cd], info.version_hi[cd] = h["version_lo"], h["version_hi"]
                 if dynamic:
                     nxt = table[rs, j + 1]
-                    known = nxt >= 0
-                    agreed[nxt[known]] = rx["next_exp"][pkt[known]]
+                    agreed[np.where(nxt >= 0, nxt, rs)] = rx["next_exp"][pkt]
                 clean = tries[rs] == 1  # a retransmitted packet's reply times no single send (Karn)
                 if clean.any():
                     self._rtt_sample(time.monotonic() - float(sent_at[rs[clean]].min()))
@@ -614,6 +666,8 @@ class AggregationClient:
                 again = rs[j < end[rs]]
                 if rt.size != take.size:
                     again = np.concatenate([again, s[take[stale]]])
+                if redo is not None:
+                    again = np.concatenate([again, redo])
                 if again.size:
                     launch(again)
                 # a packet after a slot's event is matched again against its next round
@@ -678,7 +732,12 @@ class AggregationClient:
         slot.round += 1
         slot.chunk = c
         nxt = self._next_chunk(slot)
-        next_exp = int(local_exp[nxt]) if nxt >= 0 else 0
+        # the next chunk's exponent; on the slot's last round (agreed exponents) its first chunk's
+        # (chunk slot.index), whose job-wide maximum the next call predicts from
+        dynamic = self.fixed_exponent is None
+        next_exp = int(local_exp[nxt]) if nxt >= 0 else int(local_exp[slot.index]) if dynamic else 0
+        if slot.predicting and c >= 0 and local_exp[c] > agreed[c]:
+            next_exp = EXP_REDO  # this chunk does not fit the predicted exponent
         if c >= 0:
             scale = self._scale(int(agreed[c]))
             q = np.rint(blocks[c].astype(np.float64) * scale)

@@ -43,6 +43,10 @@ FLAG_RETX = 0x01
 REJECT_REASONS = ("malformed", "unknown_job", "not_member", "bad_slot", "bad_op")
 
 EXP_BIAS = 128  # next_exp = e + 128 where |values| < 2**e; 0 means "all zeros"
+# next_exp of a round sent on a predicted exponent that the sender's chunk does not fit (the
+# switch keeps the max, so every worker sees it and redoes the round): docs/protocol.md
+EXP_REDO = 255
+PREDICT_MARGIN = 1  # bits above the last call's exponent that a prediction allows
 
 # op, flags, job_id, worker_id, slot, round, next_exp, reserved, count, bitmap, chunk,
 # version_lo, version_hi -- network byte order
@@ -186,9 +190,18 @@ def block_exponents(blocks: np.ndarray) -> np.ndarray:
         raise ValueError("tensor holds NaN or infinity; it cannot be aggregated in fixed point")
     _, e = np.frexp(peak)  # peak = m * 2**e with 0.5 <= m < 1, so peak < 2**e
     biased = e.astype(np.int64) + EXP_BIAS
-    if (biased > 255).any():
-        raise ValueError("values of 2**127 or more cannot be given a block exponent")
+    if (biased >= EXP_REDO).any():  # 255 is the protocol's "redo" mark
+        raise ValueError("values of 2**126 or more cannot be given a block exponent")
     return np.where(peak > 0, np.maximum(biased, 1), 0)
+
+
+def predicted_exponents(last_agreed: np.ndarray) -> np.ndarray:
+    """The exponents a synchronous job's workers assume for the first round of each slot, from
+    the exponents the switch agreed for the same chunks in the last call (all workers saw the
+    same ones): PREDICT_MARGIN bits more, 0 (all zeros) stays 0. A worker whose chunk does not
+    fit announces EXP_REDO."""
+    last = np.asarray(last_agreed, np.int64)
+    return np.where(last > 0, np.minimum(last + PREDICT_MARGIN, EXP_REDO - 1), 0)
 
 
 def block_exponent(block: np.ndarray) -> int:

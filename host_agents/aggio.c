@@ -125,8 +125,12 @@ int aggio_recv(int fd, uint8_t *table, uint32_t stride, uint32_t *lens, int max,
  *
  * The same protocol as AggregationClient's NumPy path (docs/protocol.md) for synchronous jobs:
  * slot s of the n_active = min(slots, chunks) slots carries chunks s, s + W, s + 2W, ... one
- * round each; with an exponent agreed through the switch (dynamic) every slot first runs a
- * header-only bootstrap round that announces its first chunk's exponent. A RESULT for the
+ * round each; with an exponent agreed through the switch (dynamic) a slot first runs a
+ * header-only bootstrap round that announces its first chunk's exponent, unless the caller
+ * predicted that exponent from the last call (predicted[s]): then the first chunk goes out at
+ * once, and a worker whose chunk does not fit says so with next_exp = AGG_EXP_REDO, which the
+ * switch's max hands to every worker: all of them drop that result and run the bootstrap and
+ * the chunk again. A RESULT for the
  * slot's outstanding round completes it: the values are descaled into `result`, the next
  * round is sent. An unanswered round is sent again after the adaptive timeout (doubled per
  * try); after timeout_s * max_tries the call fails. Python keeps what does not pay per packet:
@@ -139,6 +143,7 @@ int aggio_recv(int fd, uint8_t *table, uint32_t stride, uint32_t *lens, int max,
 #define AGG_OP_STALE 3
 #define AGG_FLAG_RETX 1
 #define AGG_EXP_BIAS 128
+#define AGG_EXP_REDO 255 /* next_exp of a predicted round a chunk did not fit: every worker redoes it */
 
 
 
@@ -196,7 +201,12 @@ static void launch(struct aggc_call *c, int32_t s, int32_t *nq, double now)
     p[3] = c->worker_id;
     put16(p + 4, (uint32_t)s);
     put16(p + 6, (uint32_t)(c->rounds[s] & 0xFFFF));
-    p[8] = (uint8_t)(next >= 0 ? c->local_exp[next] : 0);
+    /* the next chunk's exponent; on a slot's last round (agreed exponents) its first chunk's,
+     * whose job-wide maximum the next call predicts from */
+    int64_t announce = next >= 0 ? c->local_exp[next] : c->dynamic ? c->local_exp[s] : 0;
+    if (c->predicted[s] && chunk >= 0 && c->local_exp[chunk] > c->agreed[chunk])
+        announce = AGG_EXP_REDO; /* this chunk does not fit the predicted exponent */
+    p[8] = (uint8_t)announce;
     p[9] = 0;
     put16(p + 10, chunk >= 0 ? 1u : 0u);
     put32(p + 12, 0);
@@ -284,6 +294,18 @@ static int absorb(struct aggc_call *c, const uint8_t *p, uint32_t n, int32_t *nq
     int64_t r = c->cur[s], chunk = chunk_of(c, (int32_t)s, r);
     if (chunk >= 0 && n < AGG_HEADER_BYTES + 4u * (uint32_t)c->vpp)
         return 0;
+    if (c->tries[s] == 1) /* a retransmitted round's reply times no single send (Karn) */
+        rtt_sample(c, now - c->sent_at[s]);
+    c->tries[s] = 0;
+    if (c->predicted[s]) {
+        c->predicted[s] = 0;
+        if (p[8] == AGG_EXP_REDO) { /* a worker's chunk did not fit: bootstrap, then the chunk again */
+            c->redone += 1;
+            c->cur[s] = -1;
+            launch(c, (int32_t)s, nq, now);
+            return 0;
+        }
+    }
     if (chunk >= 0) {
         double scale = chunk_scale(c, c->agreed[chunk]);
         float *out = c->result + (size_t)chunk * (size_t)c->vpp;
@@ -299,11 +321,8 @@ static int absorb(struct aggc_call *c, const uint8_t *p, uint32_t n, int32_t *nq
         c->vhi[chunk] = get32(p + 24);
     }
     int64_t next = chunk_of(c, (int32_t)s, r + 1);
-    if (c->dynamic && next >= 0)
-        c->agreed[next] = p[8];
-    if (c->tries[s] == 1) /* a retransmitted round's reply times no single send (Karn) */
-        rtt_sample(c, now - c->sent_at[s]);
-    c->tries[s] = 0;
+    if (c->dynamic)
+        c->agreed[next >= 0 ? next : (int64_t)s] = p[8]; /* chunk s: the slot's first */
     c->cur[s] = r + 1;
     if (next >= 0)
         launch(c, (int32_t)s, nq, now);
@@ -323,7 +342,7 @@ int aggc_run(struct aggc_call *c)
         c->pending = c->n_active;
         double now = now_s();
         for (int32_t s = 0; s < c->n_active; s++) {
-            c->cur[s] = c->dynamic ? -1 : 0;
+            c->cur[s] = c->dynamic && !c->predicted[s] ? -1 : 0;
             launch(c, s, &nq, now);
         }
         if (flush(c, &nq) < 0)

@@ -31,6 +31,8 @@ struct aggc_call {
     int64_t *count, *bitmap, *vlo, *vhi; /* chunks */
     int64_t *rounds;              /* slots: 32-bit round counter of each slot, kept across calls */
     int64_t *cur;                 /* n_active: round index within this call (-1: bootstrap) */
+    int64_t *predicted;           /* n_active: 1 while the slot's first round runs on the exponent
+                                     predicted from the last call (agreed[] preset), no bootstrap */
     int64_t *tries;               /* n_active: sends of the outstanding round (0: none out) */
     double *sent_at, *first_sent; /* n_active */
     int32_t *sendq;               /* n_active: rows to send next */
@@ -43,6 +45,7 @@ struct aggc_call {
     /* progress and results */
     int32_t started, pending;
     int64_t packets_sent, packets_received, retransmissions, bytes_sent, bytes_received;
+    int64_t redone;               /* predicted first rounds that a chunk did not fit: bootstrapped */
     int32_t err_slot;             /* the slot that failed (timeout or a stale round) */
     int64_t err_round, err_held, err_tries;
     int32_t err_errno;

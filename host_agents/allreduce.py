@@ -74,6 +74,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="clip values to 2**E and scale for that bound (required for asynchronous jobs)",
     )
+    p.add_argument(
+        "--no-predict-exponent",
+        action="store_true",
+        help="(agreed exponents) run a header-only bootstrap round on every slot in every call "
+        "instead of predicting each slot's first exponent from the last call's; every worker of "
+        "a job must set this alike (docs/protocol.md)",
+    )
     p.add_argument("--sizes", default="1000", help="comma-separated tensor sizes in elements")
     p.add_argument("--repeat", type=int, default=1, help="allreduce calls per size")
     p.add_argument("--seed", type=int, default=0, help="seed of the inputs")
@@ -125,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
             max_tries=args.max_tries,
             batched=False if args.per_packet else None,
             values_per_packet=args.values_per_packet,
+            predict_exponent=not args.no_predict_exponent,
         ) as client:
             for size in sizes:
                 for rep in range(args.repeat):
@@ -143,6 +151,7 @@ def main(argv: list[str] | None = None) -> int:
                         "packets_sent": st.packets_sent,
                         "retransmissions": st.retransmissions,
                         "stale": st.stale,
+                        "redone": st.redone,
                         "min_count": int(info.count.min()) if info is not None else 0,
                     }
                     records.append(rec)

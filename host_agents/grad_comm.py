@@ -127,6 +127,7 @@ class SwitchComm(GradComm):
             "packets_received": t.packets_received,
             "retransmissions": t.retransmissions,
             "stale": t.stale,
+            "redone": t.redone,  # predicted first rounds a chunk did not fit (docs/protocol.md)
             "bytes_sent": t.bytes_sent,
         }
 

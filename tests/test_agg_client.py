@@ -157,12 +157,13 @@ def test_loss_duplicates_and_strays_leave_the_exact_result(path: str, values_per
             assert sw.lengths == {HEADER_BYTES, HEADER_BYTES + 4 * values_per_packet}
             assert c.last_info is not None and (c.last_info.count == 1).all()
             assert c.totals.retransmissions > 0
-            assert c.slots[0].round == 3 * (1 + -(-chunks // 16))  # bootstrap + chunk rounds per call
+            # a bootstrap round in the first call only: the next two predict its exponents
+            assert c.slots[0].round == 1 + 3 * -(-chunks // 16) and c.totals.redone == 0
     finally:
         sw.stop.set()
         sw.join()
+    assert torch.equal(outs[1], outs[2])  # the same predicted exponents
     for y in outs:
-        assert torch.equal(y, outs[0])
         assert torch.allclose(y, x, atol=1e-5, rtol=0)
     assert sw.added == 3 * chunks  # each chunk's contribution counted once
 
@@ -188,14 +189,17 @@ def test_c_protocol_loop_and_numpy_path_agree_to_the_bit(fixed_exponent: int | N
                 for x in xs:
                     outs.append(c.allreduce(x))
                     info = c.last_info
-                got[engine] = (outs, info, [s.round for s in c.slots], c.totals.packets_received)
+                got[engine] = (outs, info, [s.round for s in c.slots], c.totals.packets_received,
+                               c.totals.redone)
         finally:
             sw.stop.set()
             sw.join()
-    (a, ia, ra, pa), (b, ib, rb, pb) = got[True], got[False]
+    (a, ia, ra, pa, da), (b, ib, rb, pb, db) = got[True], got[False]
     for ya, yb in zip(a, b, strict=True):
         assert torch.equal(ya, yb)
     assert ra == rb and pa > 0 and pb > 0
+    # the third call's first chunks were all zero in the second: predicted 0, they redo
+    assert da == db == (8 if fixed_exponent is None else 0)
     for f in ("count", "bitmap", "version_lo", "version_hi"):
         assert np.array_equal(getattr(ia, f), getattr(ib, f)), f
 

@@ -131,9 +131,10 @@ def test_scale_keeps_the_sum_of_n_workers_inside_int32() -> None:
             assert worst <= 2**30
     with pytest.raises(ValueError, match="NaN or infinity"):
         ap.block_exponent(np.array([1.0, np.inf]))
-    with pytest.raises(ValueError, match="2\\*\\*127 or more"):
-        ap.block_exponent(np.array([2.0**127]))
-    assert ap.block_exponent(np.array([2.0**126])) == 127 + ap.EXP_BIAS
+    with pytest.raises(ValueError, match="2\\*\\*126 or more"):  # 255 is the redo mark
+        ap.block_exponent(np.array([2.0**126]))
+    assert ap.block_exponent(np.array([2.0**126 * (1 - 2**-24)])) == 126 + ap.EXP_BIAS == ap.EXP_REDO - 1
+    assert ap.predicted_exponents(np.array([0, 1, 130, 254])).tolist() == [0, 2, 131, 254]
 
 
 @pytest.mark.parametrize("width", ap.SUPPORTED_VALUES_PER_PACKET)

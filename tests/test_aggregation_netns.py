@@ -104,17 +104,28 @@ def wait_all(procs: list[subprocess.Popen], timeout: float = 180) -> list[list[d
     return out
 
 
-def quantization_bound(inputs: list[np.ndarray], vpp: int = VALUES_PER_PACKET) -> np.ndarray:
+def chunk_exponents(inputs: list[np.ndarray], vpp: int = VALUES_PER_PACKET) -> np.ndarray:
+    """Per chunk of ``vpp`` values: the job-wide e with every |x| < 2^e (frexp's exponent)."""
+    n, size = len(inputs), inputs[0].size
+    chunks = -(-size // vpp)
+    padded = np.zeros((n, chunks * vpp))
+    for i, x in enumerate(inputs):
+        padded[i, :size] = x
+    return np.frexp(np.abs(padded).reshape(n, chunks, vpp).max(axis=(0, 2)))[1]
+
+
+def quantization_bound(inputs: list[np.ndarray], vpp: int = VALUES_PER_PACKET,
+                       exponents: np.ndarray | None = None) -> np.ndarray:
     """Per element: n contributions rounded at scale 2^(30 - e - ceil(log2 n)), e the chunk's
-    job-wide exponent (chunks of ``vpp`` values), plus float32 rounding of the returned sum."""
+    job-wide exponent (chunks of ``vpp`` values; ``exponents`` when the job used others, as a
+    predicted first round does), plus float32 rounding of the returned sum."""
     n = len(inputs)
     size = inputs[0].size
     chunks = -(-size // vpp)
     padded = np.zeros((n, chunks * vpp))
     for i, x in enumerate(inputs):
         padded[i, :size] = x
-    peak = np.abs(padded).reshape(n, chunks, vpp).max(axis=(0, 2))
-    _, e = np.frexp(peak)
+    e = chunk_exponents(inputs, vpp) if exponents is None else exponents
     headroom = math.ceil(math.log2(n)) if n > 1 else 0
     scale = np.ldexp(1.0, 30 - e - headroom)
     per_chunk = n * 0.5 / scale
@@ -129,14 +140,16 @@ def check_results(
     sizes: list[int],
     seed: int = 0,
     vpp: int = VALUES_PER_PACKET,
+    rep: int = 0,
+    exponents: np.ndarray | None = None,
 ) -> None:
     for size in sizes:
-        inputs = [input_tensor(seed, w, size).numpy().astype(np.float64) for w in ranks_to_ids]
+        inputs = [input_tensor(seed, w, size, rep).numpy().astype(np.float64) for w in ranks_to_ids]
         expected = np.sum(inputs, axis=0)
-        bound = quantization_bound(inputs, vpp)
+        bound = quantization_bound(inputs, vpp, exponents)
         first = None
         for rank in range(len(ranks_to_ids)):
-            got = np.load(tmp / f"job{job}_r{rank}" / f"result_{size}_0.npy")
+            got = np.load(tmp / f"job{job}_r{rank}" / f"result_{size}_{rep}.npy")
             assert got.shape == (size,)
             err = np.abs(got - expected)
             worst = int(np.argmax(err - bound))
@@ -197,6 +210,36 @@ def test_batched_and_per_packet_workers_share_a_lossy_job(tmp_path: Path) -> Non
     )
     packets = sum(-(-s // VALUES_PER_PACKET) + min(32, -(-s // VALUES_PER_PACKET)) for s in sizes)
     assert counters["aggregated"] == 4 * packets
+
+
+def test_predicted_exponents_redo_when_one_worker_does_not_fit(tmp_path: Path) -> None:
+    """From the second call of a size on, each slot's first round goes out on the exponent the
+    last call agreed plus one bit (no bootstrap round); a worker whose chunk does not fit (an
+    outlier moved into it) announces the redo mark, and every worker, batched and per-packet,
+    runs that slot's bootstrap and chunk again: the sums stay within the bound of the exponent
+    each chunk was scaled with, over lossy links, and every contribution is added once."""
+    size, slots, reps = 10003, 32, 4
+    with star(4, loss_rate=0.03, loss_seed=5) as tb:
+        tb.install_job(1, slot_base=0, num_slots=slots)
+        stats = wait_all(run_workers(tb, tmp_path, 1, slots, [size], extra=["--repeat", str(reps)],
+                                     per_packet_ranks=(3,)))
+        counters = tb.root.controller.jobs.counters(1)
+    redone = [[rec["redone"] for rec in w] for w in stats]
+    assert all(r == redone[0] for r in redone), "the workers redid different rounds"
+    assert redone[0][0] == 0 and sum(redone[0]) > 0, "no prediction missed: the test tests nothing"
+    chunks = -(-size // VALUES_PER_PACKET)
+    prev = None
+    for rep in range(reps):
+        inputs = [input_tensor(0, w, size, rep).numpy().astype(np.float64) for w in range(4)]
+        e = chunk_exponents(inputs)
+        used = e.copy()
+        if prev is not None:  # predicted first rounds: the larger of the two (a miss is redone)
+            used[:slots] = np.maximum(e[:slots], prev[:slots] + 1)
+        check_results(tmp_path, 1, [0, 1, 2, 3], [size], rep=rep, exponents=used)
+        prev = e
+    # per call: one packet per chunk; a bootstrap per slot in the first call; per redo, the
+    # missed round, a bootstrap and the chunk again
+    assert counters["aggregated"] == 4 * (reps * chunks + slots + 2 * sum(redone[0]))
 
 
 def test_256_values_per_packet_and_hosts_of_another_width(tmp_path: Path) -> None:
