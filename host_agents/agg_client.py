@@ -56,6 +56,8 @@ from host_agents.aggio import AggIOUnavailable, BatchSocket
 
 log = logging.getLogger(__name__)
 
+NOT_FINITE = "the tensor holds NaN or infinity; it cannot be aggregated in fixed point"
+
 # Floor of the adaptive retransmission timeout. A retransmission resends a whole window at once,
 # and on a loaded host a worker (this one, or a peer of a synchronous job) is often descheduled
 # for a few milliseconds: with a 2 ms floor the 2-core bench machine resent ~8 packets per call
@@ -251,9 +253,8 @@ class AggregationClient:
         if not isinstance(tensor, torch.Tensor):
             raise TypeError(f"allreduce takes a torch.Tensor, not {type(tensor).__name__}")
         flat = tensor.detach().to(torch.float32).reshape(-1).cpu().numpy()
-        if not np.isfinite(flat).all():
-            raise ValueError("the tensor holds NaN or infinity; it cannot be aggregated in fixed point")
-        self.version = self.version + 1 if version is None else version
+        if self.fixed_exponent is not None and not np.isfinite(flat).all():
+            raise ValueError(NOT_FINITE)
         n = flat.size
         if self.asynchronous:
             # round numbers name calls only if every call runs the same rounds (docs/protocol.md)
@@ -267,14 +268,14 @@ class AggregationClient:
         chunks = self.format.chunks(n)
         blocks = np.zeros((chunks, self.format.values_per_packet), np.float32)
         blocks.reshape(-1)[:n] = flat
+        local_exp = None if self.fixed_exponent is not None else self._block_exponents(blocks)
+        self.version = self.version + 1 if version is None else version
         if self.fixed_exponent is not None:
             bound = math.ldexp(1.0, self.fixed_exponent)
             if np.abs(blocks).max(initial=0.0) >= bound:
                 log.debug("clipping values to the fixed bound 2**%d", self.fixed_exponent)
                 np.clip(blocks, -bound * (1 - 2**-24), bound * (1 - 2**-24), out=blocks)
             local_exp = np.full(chunks, self.fixed_exponent + EXP_BIAS, np.int64)
-        else:
-            local_exp = block_exponents(blocks)
         # the job's exponent of each chunk: fixed, or agreed through the switch as the call goes
         # (the first round of each slot predicted from the last call's, when there was one)
         dynamic = self.fixed_exponent is None
@@ -295,6 +296,24 @@ class AggregationClient:
         self.last_info, self.last_stats = info, stats
         self.totals.add(stats)
         out = torch.from_numpy(result.reshape(-1)[:n].copy()).reshape(tensor.shape)
+        return out
+
+    def _block_exponents(self, blocks: np.ndarray) -> np.ndarray:
+        """:func:`block_exponents` (ValueError for NaN, infinity, 2**126 or more), in one pass of C
+        (aggc_exponents) when the batched I/O helper is loaded."""
+        if self._bio is None:
+            try:
+                return block_exponents(blocks)
+            except ValueError as e:
+                raise ValueError(NOT_FINITE if "NaN" in str(e) else str(e)) from None
+        out = np.empty(blocks.shape[0], np.int64)
+        ffi = self._bio._io.ffi
+        r = self._bio._lib.aggc_exponents(ffi.cast("float *", blocks.ctypes.data), blocks.shape[0],
+                                          blocks.shape[1], ffi.cast("int64_t *", out.ctypes.data))
+        if r == -1:
+            raise ValueError(NOT_FINITE)
+        if r == -2:
+            raise ValueError("values of 2**126 or more cannot be given a block exponent")
         return out
 
     def _run(

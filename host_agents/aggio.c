@@ -154,6 +154,15 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* x rounded to the nearest integer, ties to even (np.rint's result), for |x| < 2^51: adding and
+ * subtracting 1.5 * 2^52 leaves the rounding to the FPU's default mode. A plain expression
+ * instead of nearbyint(), which is a library call per value unless SSE4.1 may be assumed. */
+static inline double round_even(double x)
+{
+    const double magic = 6755399441055744.0; /* 1.5 * 2^52 */
+    return (x + magic) - magic; /* not folded: IEEE rounding forbids it without -ffast-math */
+}
+
 static void put16(uint8_t *p, uint32_t v) { p[0] = (uint8_t)(v >> 8); p[1] = (uint8_t)v; }
 static void put32(uint8_t *p, uint32_t v)
 {
@@ -219,9 +228,11 @@ static void launch(struct aggc_call *c, int32_t s, int32_t *nq, double now)
         const float *x = c->blocks + (size_t)chunk * (size_t)c->vpp;
         uint8_t *v = p + AGG_HEADER_BYTES;
         for (int32_t i = 0; i < c->vpp; i++) {
-            double q = nearbyint((double)x[i] * scale); /* half to even, as np.rint */
-            int32_t w = q >= 2147483647.0 ? INT32_MAX : q <= -2147483648.0 ? INT32_MIN : (int32_t)q;
-            put32(v + 4 * (size_t)i, (uint32_t)w);
+            /* clipped to int32 first (np.clip after np.rint gives the same), then rounded half
+             * to even: in range, round_even is exact */
+            double q = (double)x[i] * scale;
+            q = q >= 2147483647.0 ? 2147483647.0 : q <= -2147483648.0 ? -2147483648.0 : round_even(q);
+            put32(v + 4 * (size_t)i, (uint32_t)(int32_t)q);
         }
         len += 4u * (uint32_t)c->vpp;
     }
@@ -307,13 +318,14 @@ static int absorb(struct aggc_call *c, const uint8_t *p, uint32_t n, int32_t *nq
         }
     }
     if (chunk >= 0) {
-        double scale = chunk_scale(c, c->agreed[chunk]);
+        /* scale is a power of two: times its inverse is the division, exactly */
+        double inv = 1.0 / chunk_scale(c, c->agreed[chunk]);
         float *out = c->result + (size_t)chunk * (size_t)c->vpp;
         const uint8_t *v = p + AGG_HEADER_BYTES;
         for (int32_t i = 0; i < c->vpp; i++) {
             uint32_t u = get32(v + 4 * (size_t)i);
             int64_t w = u <= INT32_MAX ? (int64_t)u : (int64_t)u - 4294967296LL;
-            out[i] = (float)((double)w / scale);
+            out[i] = (float)((double)w * inv);
         }
         c->count[chunk] = get16(p + 10);
         c->bitmap[chunk] = get32(p + 12);
@@ -403,6 +415,37 @@ int aggc_run(struct aggc_call *c)
         }
         if (flush(c, &nq) < 0)
             return -3;
+    }
+    return 0;
+}
+
+/* Block exponents of `chunks` rows of vpp floats (agg_protocol.block_exponents): per row the
+ * biased exponent b with every |x| < 2^(b - 128), 0 for an all-zero row. Returns 0, -1 when a
+ * value is NaN or infinite, -2 when one is 2^126 or more (b would reach the redo mark, 255). */
+int aggc_exponents(const float *blocks, int64_t chunks, int32_t vpp, int64_t *out)
+{
+    for (int64_t k = 0; k < chunks; k++) {
+        const float *x = blocks + (size_t)k * (size_t)vpp;
+        /* |x| as its bit pattern: for non-negative floats integer order is float order, and
+         * infinity and NaN are the patterns from 0x7f800000 up; an integer max vectorizes */
+        uint32_t top = 0;
+        for (int32_t i = 0; i < vpp; i++) {
+            uint32_t u;
+            memcpy(&u, &x[i], sizeof u);
+            u &= 0x7fffffffu;
+            top = u > top ? u : top;
+        }
+        if (top >= 0x7f800000u)
+            return -1;
+        float peak;
+        memcpy(&peak, &top, sizeof peak);
+        int e = 0;
+        if (top != 0)
+            frexp((double)peak, &e); /* peak = m * 2^e, 0.5 <= m < 1: peak < 2^e */
+        int64_t b = top != 0 ? (int64_t)e + AGG_EXP_BIAS : 0;
+        if (b >= AGG_EXP_REDO)
+            return -2;
+        out[k] = top != 0 && b < 1 ? 1 : b;
     }
     return 0;
 }

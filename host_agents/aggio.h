@@ -52,5 +52,6 @@ struct aggc_call {
 };
 
 int aggc_run(struct aggc_call *c);
+int aggc_exponents(const float *blocks, int64_t chunks, int32_t vpp, int64_t *out);
 
 #endif

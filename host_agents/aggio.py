@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 SOURCE = Path(__file__).resolve().parent / "aggio.c"
-CFLAGS = ["-std=gnu11", "-O2", "-fPIC", "-shared", "-Wall", "-Wextra"]
+CFLAGS = ["-std=gnu11", "-O2", "-ftree-vectorize", "-fPIC", "-shared", "-Wall", "-Wextra"]
 
 HEADER = SOURCE.with_name("aggio.h")
 

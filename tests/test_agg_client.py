@@ -266,3 +266,34 @@ def test_no_switch_gives_up_after_timeout_times_tries(batched: bool) -> None:
             assert c.last_stats.packets_sent == 0  # no result: the call's stats are not published
     finally:
         silent.close()
+
+
+def test_c_block_exponents_match_numpy() -> None:
+    """aggc_exponents (one pass of C) gives agg_protocol.block_exponents' exponents, including
+    all-zero rows, subnormal and near-limit values, and refuses what it refuses."""
+    from host_agents.agg_protocol import block_exponents
+
+    rng = np.random.default_rng(5)
+    blocks = (rng.standard_normal((300, 64)) * 10.0 ** rng.integers(-40, 38, (300, 1))).astype(np.float32)
+    blocks[3] = 0.0
+    blocks[4, :] = 0.0
+    blocks[4, 7] = -1e-45  # subnormal: biased exponent clamped to 1
+    blocks[5, 9] = -(2.0**126) * (1 - 2**-24)  # the largest value with an exponent (254)
+    blocks[6] = 0.0
+    blocks[6, 0] = 2.0**-3  # a power of two: 2**-3 < 2**-2, biased 126
+    with client() as c:
+        assert c.batched
+        got = c._block_exponents(blocks)
+        want = block_exponents(blocks)
+        assert got.tolist() == want.tolist() and got[3] == 0 and got[4] == 1 and got[5] == 254
+        assert got[6] == 126
+        for bad, message in ((np.nan, "NaN or infinity"), (-np.inf, "NaN or infinity"),
+                             (2.0**126, "2\\*\\*126 or more")):
+            b = blocks.copy()
+            b[100, 3] = bad
+            with pytest.raises(ValueError, match=message):
+                c._block_exponents(b)
+            c.use_engine = False
+        with pytest.raises(ValueError, match="NaN or infinity"):
+            c.allreduce(torch.tensor([1.0, float("inf")]))
+        assert c.totals.packets_sent == 0 and c.version == 0

@@ -30,7 +30,7 @@ CHILD_TESTS = ["tests/test_stf_corpus.py", "tests/test_innet_stf.py", "tests/tes
 # the native cases of the files above, and the namespace tests that start a switch process
 CHILD_SELECT = ("native or backends_agree or wide or garbage or device_config or warm_load or handler or "
                 "pings_cross or bad_requests or each_direction or saturating_burst or given_share or "
-                "loss_duplicates or agree_to_the_bit or stale_round_is")
+                "loss_duplicates or agree_to_the_bit or stale_round_is or block_exponents_match")
 
 
 @pytest.mark.slow
