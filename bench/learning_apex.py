@@ -34,6 +34,7 @@ import json
 import os
 import shlex
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -69,6 +70,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--actor-max-steps", type=int, default=10**9, help="environment steps per actor (default: no limit)"
     )
     p.add_argument("--seed", type=int, default=0, help="base seed of every process (default: %(default)s)")
+    p.add_argument(
+        "--seeds", type=int, default=1,
+        help="run the whole comparison for seeds SEED, SEED+1, ... (this many): one seed's time to "
+        "the target is a lottery; the JSON then has each seed's figures under `seeds` and the median "
+        "ratio `apex_over_dqn_median` (default: %(default)s)",
+    )
     p.add_argument(
         "--replay-backend", choices=("host", "switch"), default="host", help="(default: %(default)s)"
     )
@@ -393,10 +400,60 @@ def run_dqn_baseline(args: argparse.Namespace, run_name: str, run_dir: Path) -> 
 
 
 def run(args: argparse.Namespace) -> dict:
+    """The comparison for --seeds seeds: the first seed's figures at the top level (as with one
+    seed), every seed's under ``seeds``, the median ratio over the seeds where both runs reached
+    the target."""
     _defaults(args)
-    runs = parse_runs(args.runs)
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    run_name = args.run_name or f"learning-apex-{args.env.replace('/', '_')}-{stamp}"
+    base_name = args.run_name or f"learning-apex-{args.env.replace('/', '_')}-{stamp}"
+    results = []
+    for k in range(max(1, args.seeds)):
+        one = argparse.Namespace(**vars(args))
+        one.seed = args.seed + k
+        name = base_name if args.seeds <= 1 else f"{base_name}-seed{one.seed}"
+        if args.seeds > 1:
+            progress(f"bench.learning_apex: seed {one.seed} ({k + 1} of {args.seeds})")
+        results.append(run_one(one, name))
+    result = dict(results[0])
+    if args.seeds > 1:
+        result["seeds"] = [_seed_summary(r) for r in results]
+        ratios = [r["apex_over_dqn"] for r in results if r.get("apex_over_dqn")]
+        result["apex_over_dqn_all"] = ratios
+        result["apex_over_dqn_median"] = statistics.median(ratios) if ratios else None
+        result["exit_codes"] = {f"{name}@seed{r['settings']['seed']}": rc for r in results
+                                for name, rc in r["exit_codes"].items()}  # fmt: skip
+        result["reached_target"] = all(r.get("reached_target") is not False for r in results)
+        if "dqn" in result:
+            result["dqn"] = {**result["dqn"], "reached_target": all(
+                (r.get("dqn") or {}).get("reached_target") is not False for r in results)}
+    result["settings"] = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
+    out = args.out or RESULTS / f"learning-apex-{stamp}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1) + "\n")
+    result["result_file"] = str(out)
+    return result
+
+
+def _seed_summary(r: dict) -> dict:
+    """One seed's figures for the ``seeds`` list."""
+    q = r.get("dqn") or {}
+    return {
+        "seed": r["settings"]["seed"],
+        "apex_reached": r.get("reached_target"),
+        "apex_wall_s_to_target": r.get("wall_s_to_target"),
+        "apex_updates_to_target": r.get("updates_to_target"),
+        "apex_learner_updates_per_s": r.get("learner_updates_per_s"),
+        "dqn_reached": q.get("reached_target"),
+        "dqn_wall_s_to_target": q.get("wall_s_to_target"),
+        "dqn_updates_to_target": q.get("updates_to_target"),
+        "apex_over_dqn": r.get("apex_over_dqn"),
+        "run_dir": r.get("run_dir"),
+    }
+
+
+def run_one(args: argparse.Namespace, run_name: str) -> dict:
+    """Ape-X then the DQN baseline (as --runs says) for one seed."""
+    runs = parse_runs(args.runs)
     run_dir = Path(args.log_dir) / run_name
     run_dir.mkdir(parents=True, exist_ok=True)
     result: dict[str, Any] = {
@@ -419,10 +476,6 @@ def run(args: argparse.Namespace) -> dict:
         result["apex_over_dqn"] = apex_t / dqn_t if apex_t and dqn_t else None
     result["settings"] = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
     result["run_dir"] = str(run_dir)
-    out = args.out or RESULTS / f"learning-apex-{stamp}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=1) + "\n")
-    result["result_file"] = str(out)
     return result
 
 
@@ -438,7 +491,7 @@ def main(argv: list[str] | None = None) -> int:
         "env", "replay_backend", "num_actors", "reached_target", "wall_s_to_target", "env_steps_to_target",
         "updates_to_target", "final_eval_return_mean", "wall_s", "env_steps_total", "actor_env_steps_per_s",
         "learner_updates", "learner_updates_per_s", "learner_communication_share", "apex_over_dqn",
-        "exit_codes", "result_file",
+        "seeds", "apex_over_dqn_all", "apex_over_dqn_median", "exit_codes", "result_file",
     )  # fmt: skip
     shown = {k: result[k] for k in keys if k in result}
     if "dqn" in result:

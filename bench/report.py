@@ -979,9 +979,14 @@ class Report:
                              "-", "-"])
                 continue
             ns = r.get("ns_per_packet") or (r.get("us_per_packet") and r["us_per_packet"] * 1000)
-            rows.append([str(r.get("program")), str(r.get("backend", "python")), str(r.get("path")),
+            if r.get("program") == "innet_agg4":  # switch CPU per contribution aggregated
+                ns = r.get("switch_cpu_ns_per_packet")
+            width = r.get("values_per_packet")
+            name = str(r.get("program")) + (f"@{width}" if width else "")
+            rows.append([name, str(r.get("backend", "python")), str(r.get("path")),
                          str(r.get("pps")), str(ns if ns else "-"), str(r.get("offered_pps", "-"))])
-        self.lines += md_table(["program", "backend", "path", "packets/s", "ns/packet", "offered packets/s"],
+        self.lines += md_table(["program", "backend", "path", "packets/s",
+                                "ns/packet (innet: switch CPU per contribution)", "offered packets/s"],
                                rows) + [""]
         senders = sorted({str(r["sender"]) for r in d["results"] if r.get("sender")})
         if senders:
@@ -1015,11 +1020,14 @@ class Report:
                 r = nat or py
                 self.headline(f"software switch agg32 {path} ({r.get('backend', 'python')})",
                               f"{r['pps']:.0f} pps", "one backend measured")
-        agg = pick("native", "veth", "innet_agg4")
-        if agg:
-            self.headline("innet.p4 aggregation, 4 workers over veth (native)",
-                          f"{agg['pps']:.0f} contributions/s of {agg.get('offered_pps', 0):.0f} offered",
-                          "the sender's core (one core for four workers) and the kernel's send path")
+        for agg in (r for r in d["results"] if r.get("program") == "innet_agg4" and r.get("path") == "veth"
+                    and r.get("backend") == "native" and r.get("pps") is not None):
+            width = f", {agg['values_per_packet']} values/packet" if agg.get("values_per_packet") else ""
+            self.headline(f"innet.p4 aggregation, 4 workers over veth (native{width})",
+                          f"{agg['pps']:.0f} contributions/s of {agg.get('offered_pps', 0):.0f} offered, "
+                          f"{_num(agg.get('switch_cpu_ns_per_packet'))} ns of switch CPU each",
+                          "the switch's core: the kernel's AF_PACKET receive and send, then the "
+                          "pipeline (parser, 8 + V register cells, deparser)")
 
     def section_learning(self) -> None:
         got = [(k, self.data[k]) for k in ("make_run", "learning_apex", "learning_dp") if k in self.data]
@@ -1116,7 +1124,24 @@ class Report:
             figure = f"Ape-X ({n} actors) time to {target:g} / single-process DQN"
         a_t, q_t = d.get("wall_s_to_target"), q.get("wall_s_to_target")
         budget = (d.get("settings") or {}).get("time_budget_s")
-        if a_t and q_t:
+        seeds = d.get("seeds") or []
+        for x in seeds:
+            self.lines.append(
+                f"  - seed {x.get('seed')}: Ape-X {_num(x.get('apex_wall_s_to_target'))} s "
+                f"({x.get('apex_updates_to_target')} updates, "
+                f"{_num(x.get('apex_learner_updates_per_s'))}/s), "
+                f"DQN {_num(x.get('dqn_wall_s_to_target'))} s ({x.get('dqn_updates_to_target')} updates): "
+                f"{fmt_ratio(x['apex_over_dqn']) if x.get('apex_over_dqn') else 'n/a'}")
+        if len(seeds) > 1:
+            med, all_ = d.get("apex_over_dqn_median"), d.get("apex_over_dqn_all") or []
+            figure += f", median of {len(seeds)} seeds"
+            if med:
+                ratio = (f"{fmt_ratio(med)} (per seed: {', '.join(fmt_ratio(r) for r in all_)}; "
+                         f"{len(all_)} of {len(seeds)} seeds with both at the target)")
+                met = met_mark(med, "<", 1.0)
+            else:
+                ratio, met = "n/a (no seed where both reached the target)", "-"
+        elif a_t and q_t:
             r = a_t / q_t
             ratio = f"{fmt_ratio(r)} ({a_t:.0f} s vs {q_t:.0f} s; < 1: Ape-X faster)"
             met = met_mark(r, "<", 1.0)

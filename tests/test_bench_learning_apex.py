@@ -59,3 +59,29 @@ def test_runs_are_checked() -> None:
     with pytest.raises(SystemExit) as e:
         la.main(["--runs", "both"])
     assert e.value.code == 2
+
+
+def test_several_seeds_give_each_seed_and_the_median(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """--seeds 3 runs the comparison for seeds 5, 6, 7 (each with its own run name) and keeps the
+    median of the ratios where both runs reached the target; the first seed's figures stay at
+    the top level, a seed that missed the target makes the whole result a miss."""
+    walls = {5: (60.0, 30.0), 6: (40.0, 80.0), 7: (None, 50.0)}  # Ape-X, DQN time to target
+    seen = []
+
+    def fake_run_one(args, name):  # type: ignore[no-untyped-def]
+        seen.append((args.seed, name))
+        a, q = walls[args.seed]
+        return {"reached_target": a is not None, "wall_s_to_target": a, "updates_to_target": 100,
+                "exit_codes": {"learner": 0, "dqn": 0}, "settings": {"seed": args.seed},
+                "dqn": {"reached_target": True, "wall_s_to_target": q, "updates_to_target": 90},
+                "apex_over_dqn": a / q if a and q else None, "run_dir": f"/tmp/{name}"}
+
+    monkeypatch.setattr(la, "run_one", fake_run_one)
+    out = tmp_path / "r.json"
+    r = la.run(_args("--seed", "5", "--seeds", "3", "--run-name", "x", "--out", str(out)))
+    assert seen == [(5, "x-seed5"), (6, "x-seed6"), (7, "x-seed7")]
+    assert [s["seed"] for s in r["seeds"]] == [5, 6, 7]
+    assert r["apex_over_dqn_all"] == [2.0, 0.5] and r["apex_over_dqn_median"] == 1.25
+    assert r["wall_s_to_target"] == 60.0 and r["reached_target"] is False  # seed 7's Ape-X missed
+    assert r["exit_codes"]["learner@seed6"] == 0
+    assert out.exists()

@@ -194,6 +194,15 @@ def test_apex_vs_dqn_when_apex_is_faster(tmp_path: Path) -> None:
     assert "| 0.50x (24 s vs 48 s; < 1: Ape-X faster) | < 1.0 | yes |" in head
 
 
+def test_apex_vs_dqn_median_of_several_seeds(tmp_path: Path) -> None:
+    seeds = [{"seed": 0, "apex_wall_s_to_target": 60.0, "dqn_wall_s_to_target": 30.0, "apex_over_dqn": 2.0},
+             {"seed": 1, "apex_wall_s_to_target": 40.0, "dqn_wall_s_to_target": 80.0, "apex_over_dqn": 0.5},
+             {"seed": 2, "apex_wall_s_to_target": 45.0, "dqn_wall_s_to_target": 50.0, "apex_over_dqn": 0.9}]
+    head = _learning_apex(tmp_path, seeds=seeds, apex_over_dqn_all=[2.0, 0.5, 0.9], apex_over_dqn_median=0.9)
+    assert "single-process DQN, median of 3 seeds | 0.90x (per seed: 2.00x, 0.50x, 0.90x; 3 of 3 seeds " \
+        "with both at the target) | < 1.0 | yes |" in head
+
+
 def test_allreduce_targets_at_their_points(tmp_path: Path) -> None:
     """(d)'s targets name 4 and 8 workers x 100 KB and 1 MB: each measured point is shown, and the
     target is met only when all four are measured and under the bound."""
