@@ -12,7 +12,8 @@ types; back ends only walk it. By the time a program is in this form:
   unsigned comparison (from the operand type), shifts with the P4 out-of-range rule, `Cast`
   says which extension applies (from the source type);
 - sub-controls, functions and directly called actions are inlined (their `return` is a `Leave`
-  of a `Labeled` block; `exit` is `Exit`); tables are `TableApply` statements whose per-action
+  of a `Labeled` block; `exit` is `Exit`); `for` loops are `Loop`s (with `Break`/`Continue`),
+  run at packet time, never unrolled; tables are `TableApply` statements whose per-action
   bodies bind the control-plane arguments to locals; every stateful object is a number (the
   manifest order: `Program.tables`, `.actions`, `.registers`, ...).
 
@@ -296,6 +297,32 @@ class Labeled(Stmt):
 @dataclass(eq=False)
 class Leave(Stmt):
     """Jump to the end of the enclosing Labeled block `label` (inlined return)."""
+
+    label: str
+
+
+@dataclass(eq=False)
+class Loop(Stmt):
+    """A `for` loop (P4-16 v1.2.5): runs `body`, then `update`, again and again until a `Break`
+    of this loop; `Continue` skips the rest of `body` to `update`. The loop's condition is a
+    `Break` under an `If` in `body` (the lowering writes it first). Nothing bounds the number
+    of iterations: a loop that never ends is the program's."""
+
+    label: str  # unique in the program; Break/Continue name it
+    body: list[Stmt]
+    update: list[Stmt] = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class Break(Stmt):
+    """Leave loop `label` (always the innermost loop around it: inlined calls cannot break)."""
+
+    label: str
+
+
+@dataclass(eq=False)
+class Continue(Stmt):
+    """Go to loop `label`'s update statements, then on to its next iteration."""
 
     label: str
 

@@ -18,7 +18,7 @@ every statement and composite type carries that location (`loc`) for the back en
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from p4compiler import ir
@@ -122,6 +122,7 @@ class _Ctx:
     ret: ir.Var | None = None  # function result local
     ret_type: T.Type | None = None
     in_parser: bool = False
+    loop: str | None = None  # label of the innermost `for` loop (where break/continue go)
 
 
 class Lower(_Build):
@@ -755,8 +756,119 @@ class Lower(_Build):
             scope.add(s.name, Const(self.coerce_const(v, t, s), t))
         elif isinstance(s, A.Switch):
             self.switch(s, scope, em, fc)
+        elif isinstance(s, A.For):
+            self.for_loop(s, scope, em, fc)
+        elif isinstance(s, A.ForIn):
+            self.for_in_loop(s, scope, em, fc)
+        elif isinstance(s, (A.Break, A.Continue)):
+            if fc.loop is None:  # the type check refuses it first
+                raise unsupported("break or continue outside a loop", s)
+            em.append(ir.Break(fc.loop) if isinstance(s, A.Break) else ir.Continue(fc.loop))
         else:
             raise unsupported(f"the statement {type(s).__name__}", s)
+
+    def for_loop(self, s: A.For, scope: Scope, em: list, fc: _Ctx) -> None:
+        """`for (init; cond; update) body` (P4-16 v1.2.5): init once, then a Loop whose body
+        tests cond first (with whatever its evaluation runs: a table apply, a call)."""
+        inner = Scope(scope)
+        self.stmts(s.init, inner, em, fc)
+        label = self.uniq("L_loop")
+        body: list[ir.Stmt] = []
+        c = self.value(s.cond, inner, body)
+        if c.is_const and not c.const:  # never runs: only the condition's evaluation does
+            em.extend(body)
+            return
+        if not c.is_const:
+            test = ir.If(ir.Unary("lnot", self.to_ir(c, s.cond), ir.BOOL), [ir.Break(label)], [])
+            test.loc = s.cond.loc
+            body.append(test)
+        self.stmt(s.body, Scope(inner), body, replace(fc, loop=label))
+        update: list[ir.Stmt] = []
+        self.stmts(s.update, inner, update, fc)
+        em.append(ir.Loop(label, body, update))
+
+    def for_in_loop(self, s: A.ForIn, scope: Scope, em: list, fc: _Ctx) -> None:
+        """`for (T v in collection) body`: the collection (a range's bounds, a list's elements, a
+        header stack's path) is evaluated once, before the loop, in the scope around it; then a
+        hidden counter walks it and `v` gets each value at the start of an iteration (so the
+        body assigning `v` does not change the iteration). A range `lo .. hi` includes both
+        ends and is empty when lo > hi; the counter never steps past hi (no wrap-around at the
+        type's largest value)."""
+        t = self.resolve_type(s.type, scope)
+        coll = s.collection
+        label = self.uniq("L_loop")
+        u32 = ir.Bits(32)
+        if isinstance(coll, A.RangeExpr):
+            it = self.irt(t, s)
+            lo = self.pinned(self.rv(coll.lo, scope, em, t), t, "lo", em, s)
+            hi = self.pinned(self.rv(coll.hi, scope, em, t), t, "hi", em, s)
+            var = self.local(s.name, t, em, s)
+            k = self.local("k", t, em, s, init=lo)
+            more = self.local("more", T.BOOL, em, s, init=ir.BinOp("le", lo, hi, ir.BOOL))
+            head: list[ir.Stmt] = [
+                ir.If(ir.Unary("lnot", more, ir.BOOL), [ir.Break(label)], []),
+                ir.Assign(var, k),
+                ir.Assign(more, ir.BinOp("ne", k, hi, ir.BOOL)),
+            ]
+            update = [ir.Assign(k, ir.BinOp("add", k, ir.Const(1, it), it))]
+        else:
+            items = self.loop_items(coll, t, scope, em, s)
+            n = len(items) if isinstance(items, list) else items.type.size  # type: ignore[attr-defined]
+            if n == 0:
+                return  # an empty list: the body never runs
+            var = self.local(s.name, t, em, s)
+            k = self.local("k", T.BitT(32), em, s, init=ir.Const(0, u32))
+            head = [ir.If(ir.BinOp("ge", k, ir.Const(n, u32), ir.BOOL), [ir.Break(label)], [])]
+            if not isinstance(items, list):  # a header stack: its element k (always in range)
+                et = items.type.element  # type: ignore[attr-defined]
+                self.store(var, t, V(ir.Index(items, k, et), t), head, s)
+            elif len(items) == 1:
+                self.store(var, t, V(items[0], t), head, s)
+            else:
+                cases = []
+                for i, x in enumerate(items):
+                    one: list[ir.Stmt] = []
+                    self.store(var, t, V(x, t), one, s)
+                    cases.append(ir.SwitchCase([i], one))
+                head.append(ir.Switch(k, cases))
+            update = [ir.Assign(k, ir.BinOp("add", k, ir.Const(1, u32), u32))]
+        for x in head:
+            x.loc = s.loc
+        inner = Scope(scope)
+        inner.add(s.name, Var(var, t))  # type: ignore[arg-type]
+        self.stmt(s.body, Scope(inner), head, replace(fc, loop=label))
+        em.append(ir.Loop(label, head, update))
+
+    def pinned(self, x: ir.Expr, t: T.Type, name: str, em: list, node: Any) -> ir.Expr:
+        """`x` itself when it is a constant, else a local holding its value now."""
+        return x if isinstance(x, ir.Const) else self.local(name, t, em, node, init=x)
+
+    def loop_items(
+        self, coll: A.Expr, t: T.Type, scope: Scope, em: list, s: A.ForIn
+    ) -> list[ir.Expr] | ir.Expr:
+        """What a for-in loop over a list expression, a tuple or a header stack visits: the
+        elements, each an expression that stays valid through the loop (a list's are evaluated
+        now, in order, into locals; constants stay constants), or for a stack the stack itself.
+        A stack's or tuple's elements are read at their iteration (its path, stack indexes
+        included, is fixed now)."""
+        if isinstance(coll, A.ListExpr):
+            out: list[ir.Expr] = []
+            for x in coll.items:
+                v = self.value(x, scope, em, want=t)
+                if v.is_const and not isinstance(t, (T.StructLikeT, T.StackT)):
+                    out.append(self.coerce(v, t, x))
+                    continue
+                tmp = self.local("el", t, em, x)
+                self.store(tmp, t, v, em, x)
+                out.append(tmp)
+            return out
+        v = self.value(coll, scope, em)
+        base = self.pin_indices(self.to_ir(v, coll), em, coll)
+        if isinstance(v.type, T.StackT):
+            return base
+        if isinstance(v.type, T.TupleT):
+            return [ir.Member(base, f"t{i}", self.irt(x, coll)) for i, x in enumerate(v.type.elements)]
+        raise unsupported(f"a for-in loop over a {v.type} value", coll)
 
     def switch(self, s: A.Switch, scope: Scope, em: list, fc: _Ctx) -> None:
         v = self.expr(s.expr, scope, em)

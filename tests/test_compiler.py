@@ -166,3 +166,38 @@ def test_exit_copies_out_and_out_headers_start_invalid(tmp_path: Path) -> None:
     sw = Switch(compile_file(str(path)))
     assert sw.process_packet(1, bytes([7, 0, 1, 0])) == [(0, bytes([3, 0, 1, 0]))]  # exit: a = 3
     assert sw.process_packet(1, bytes([7, 0, 2, 0])) == [(0, b"")]  # h invalid: not emitted
+
+
+@pytest.mark.parametrize(
+    "stmt, words",
+    [
+        ("        break;", "break is only allowed inside a for loop"),
+        ("        if (hdr.h.a == 0) { continue; }", "continue is only allowed inside a for loop"),
+        ("        for (bit<8> i = 0; i; i = i + 1) { }", "condition must be a bool"),
+        ("        for (bool v in 1 .. 2) { }", "must be bit<W> or int<W>"),
+        ("        for (bit<8> v in 1 .. hdr.h.b) { }", "bit<16>"),
+        ("        for (bit<8> v in hdr.h.a) { }", "iterates over a range"),
+        ("        for (bit<16> v in {hdr.h.a}) { }", "bit<8>"),
+    ],
+)
+def test_for_loop_errors_point_at_the_loop(tmp_path: Path, stmt: str, words: str) -> None:
+    line, c, msg = error_at(tmp_path, ingress("        meta.m = 1;\n" + stmt))
+    assert line == BODY_LINE + 1, msg
+    assert c >= 9, msg
+    assert words in msg, msg
+
+
+def test_break_in_a_function_does_not_reach_the_callers_loop(tmp_path: Path) -> None:
+    """break/continue belong to the loop around them in the same body (P4-16 v1.2.5)."""
+    src = ingress("        for (bit<8> i in 1 .. 2) { f(); }").replace(
+        "control I(", "void f() {\n    break;\n}\ncontrol I(")
+    line, _, msg = error_at(tmp_path, src)
+    assert line == HEAD_LINES + 2 and "break is only allowed inside a for loop" in msg, msg
+
+
+def test_for_loop_in_a_parser_state_is_refused(tmp_path: Path) -> None:
+    src = ingress("").replace(
+        "state start { pkt.extract(hdr.h); transition accept; }",
+        "state start {\n        for (bit<8> i in 1 .. 2) { }\n        transition accept; }")
+    line, _, msg = error_at(tmp_path, src)
+    assert line == 8 and "not allowed in parser states" in msg, msg

@@ -133,3 +133,37 @@ def test_compound_assignment_is_an_assignment_of_the_operation() -> None:
 def test_compound_assignment_to_an_lvalue_with_a_call_is_refused() -> None:
     with pytest.raises(P4Error, match=r"compound assignment \(\+=\) to an l-value that calls"):
         parse_text("control C(inout bit<8> x) { apply { s[f()].a += 1; } }")
+
+
+def test_for_loops_parse_in_both_forms() -> None:
+    """P4-16 v1.2.5 `for`: three clauses (declarations or assignments, comma-separated; empty
+    clauses but the condition), for-in over `lo .. hi` or an expression, annotations, break and
+    continue; `for`, `break` and `continue` are keywords."""
+    stmts = _apply_stmts(
+        "for (bit<8> i = 0, y = 1; i < x; i = i + 1, y += 2, f(y)) { break; }"
+        " for (; x < 3; ) continue;"
+        " @unroll for (@a bit<8> v in 1 .. x) { x = v; }"
+        " for (bit<8> v in {x, y}) ;"
+    )
+    three, bare, rng, lst = stmts
+    assert isinstance(three, A.For) and isinstance(bare, A.For)
+    assert [type(s).__name__ for s in three.init] == ["VarDecl", "Assign"]
+    assert [type(s).__name__ for s in three.update] == ["Assign", "Assign", "CallStmt"]
+    assert isinstance(three.body, A.Block) and isinstance(three.body.stmts[0], A.Break)
+    assert bare.init == [] and bare.update == [] and isinstance(bare.body, A.Continue)
+    assert isinstance(rng, A.ForIn) and isinstance(rng.collection, A.RangeExpr)
+    assert [a.name for a in rng.annotations] == ["unroll"] and [a.name for a in rng.var_annotations] == ["a"]
+    assert isinstance(lst, A.ForIn) and isinstance(lst.collection, A.ListExpr)
+    prefix = "control C(inout bit<8> x, inout bit<8> y) { apply { "
+    assert three.loc is not None and (three.loc.line, three.loc.col) == (1, len(prefix) + 1)
+
+
+@pytest.mark.parametrize("body, words", [
+    ("for (bit<8> i = 0; ; i = i + 1) { }", "syntax error"),  # the condition is not optional
+    ("for (bit<8> i = 0; i < 3; x) { }", "assignments, method calls"),
+    ("bit<8> for = 1;", "syntax error"),
+])
+def test_malformed_for_loops_are_located_errors(body: str, words: str) -> None:
+    with pytest.raises(P4Error, match=words) as ei:
+        _apply_stmts(body)
+    assert str(ei.value).startswith("<input>:1:"), str(ei.value)

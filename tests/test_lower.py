@@ -94,6 +94,16 @@ parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_met
 parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
     state start { pkt.extract(hdr.h); if (hdr.h.a == 0) { return; } transition reject; }
 }""", PLAIN_INGRESS, ir.ParserAccept, None),
+    "for_loops": (PLAIN_PARSER, """
+bool small(in bit<8> v) { if (v > 9) { return false; } return true; }
+control Ing(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    apply {
+        for (bit<8> i = 0; i < hdr.h.a && small(i); i = i + 1) {
+            switch (i) { 3: { break; } default: { continue; } }
+        }
+        for (bit<8> v in hdr.h.a .. 255) { meta.n = v; }
+    }
+}""", ir.Loop, None),
     "varbit_assign": (PLAIN_PARSER, """
 control Ing(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
     apply { hdr.v2.opt = hdr.v.opt; }

@@ -546,6 +546,28 @@ class CEmitter:
         self.fn.used_labels.add(st.label)
         self.line(f"goto {st.label};", lvl)
 
+    def s_Loop(self, st: ir.Loop, lvl: int) -> None:
+        """`for (;;)`: with a constant condition the C compiler may not assume that the loop
+        ends (C11 6.8.5p6), whatever its body does. break and continue are gotos to labels after
+        the loop and after the body: a C `break` in the body's `switch` statements would only
+        leave the switch."""
+        self.line("for (;;) {", lvl)
+        self.block(st.body, lvl + 1)
+        if f"{st.label}_c" in self.fn.used_labels:
+            self.line(f"{st.label}_c: ;", lvl + 1)
+        self.block(st.update, lvl + 1)
+        self.line("}", lvl)
+        if f"{st.label}_b" in self.fn.used_labels:
+            self.line(f"{st.label}_b: ;", lvl)
+
+    def s_Break(self, st: ir.Break, lvl: int) -> None:
+        self.fn.used_labels.add(f"{st.label}_b")
+        self.line(f"goto {st.label}_b;", lvl)
+
+    def s_Continue(self, st: ir.Continue, lvl: int) -> None:
+        self.fn.used_labels.add(f"{st.label}_c")
+        self.line(f"goto {st.label}_c;", lvl)
+
     def s_Exit(self, st: ir.Exit, lvl: int) -> None:
         self.fn.used_labels.add("L_exit")
         self.line("c->exited = 1; goto L_exit;", lvl)

@@ -311,6 +311,42 @@ class EmptyStmt(Stmt):
     pass
 
 
+@dataclass
+class For(Stmt):
+    """`for (init; cond; update) body` (P4-16 v1.2.5, "For statement"): `init` runs once, `cond`
+    is tested before each iteration, `update` runs after the body (and after `continue`)."""
+
+    init: list[Stmt]  # VarDecl, Assign or CallStmt; declarations are local to the loop
+    cond: Expr
+    update: list[Stmt]  # Assign or CallStmt
+    body: Stmt
+    annotations: list[Annotation] = field(default_factory=list)
+
+
+@dataclass
+class ForIn(Stmt):
+    """`for (T name in collection) body`: the body runs once per value of a range `lo .. hi`
+    (a RangeExpr, both ends included) or per element of a header stack or list expression; the
+    collection is evaluated once, before the first iteration."""
+
+    type: TypeRef
+    name: str
+    collection: Expr
+    body: Stmt
+    annotations: list[Annotation] = field(default_factory=list)
+    var_annotations: list[Annotation] = field(default_factory=list)
+
+
+@dataclass
+class Break(Stmt):
+    pass
+
+
+@dataclass
+class Continue(Stmt):
+    pass
+
+
 # ---------------------------------------------------------------- declarations
 class Decl(Node):
     pass

@@ -22,7 +22,8 @@ from p4compiler.frontend.ast import Loc
 
 KEYWORDS = {
     "abstract": "ABSTRACT", "action": "ACTION", "actions": "ACTIONS", "apply": "APPLY",
-    "bool": "BOOL", "bit": "BIT", "const": "CONST", "control": "CONTROL", "default": "DEFAULT",
+    "bool": "BOOL", "bit": "BIT", "break": "BREAK", "const": "CONST", "continue": "CONTINUE",
+    "control": "CONTROL", "default": "DEFAULT", "for": "FOR",
     "else": "ELSE", "entries": "ENTRIES", "enum": "ENUM", "error": "ERROR", "exit": "EXIT",
     "extern": "EXTERN", "false": "FALSE", "header": "HEADER", "header_union": "HEADER_UNION",
     "if": "IF", "in": "IN", "inout": "INOUT", "int": "INT", "key": "KEY", "match_kind": "MATCH_KIND",

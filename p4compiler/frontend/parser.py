@@ -580,6 +580,50 @@ class _ToAst(Transformer):
     def empty_stmt(self, c):
         return A.EmptyStmt()
 
+    def break_stmt(self, c):
+        return self._at(A.Break(), c[0])
+
+    def continue_stmt(self, c):
+        return self._at(A.Continue(), c[0])
+
+    def for_stmt(self, c):
+        anns, rest = _split(c)
+        kw, init, cond, update, body = rest
+        return self._at(A.For(init, cond, update, body, self._anns(anns)), kw)
+
+    def for_in_stmt(self, c):
+        at = next(i for i, x in enumerate(c) if isinstance(x, Token) and x.type == "FOR")
+        var_anns, rest = _split(c[at + 1:])
+        type_, name, coll = rest[0], rest[1], rest[3]
+        if len(rest) == 7:  # lo RANGE hi
+            coll = self._at(A.RangeExpr(rest[3], rest[5]), rest[3])
+        node = A.ForIn(type_, str(name), coll, rest[-1], self._anns(c[:at]), self._anns(var_anns))
+        return self._at(node, c[at])
+
+    def for_inits(self, c):
+        return list(c)
+
+    def for_updates(self, c):
+        return list(c)
+
+    def for_var(self, c):
+        anns, rest = _split(c)
+        init = rest[2] if len(rest) > 2 else None
+        return self._at(A.VarDecl(rest[0], str(rest[1]), init, self._anns(anns)), rest[0], rest[1])
+
+    def for_assign(self, c):
+        return self.assignment(c)
+
+    def for_compound(self, c):
+        return self.compound_assignment(c)
+
+    def for_call(self, c):
+        if not isinstance(c[0], A.Call):
+            loc = self._loc(c[0]) or A.Loc("<input>", 1, 1)
+            raise P4Error("a for loop's initializations and updates must be assignments, method calls "
+                          "or (initializations) variable declarations", loc.file, loc.line, loc.col)
+        return self.call_statement(c)
+
     def switch_statement(self, c):
         return self._at(A.Switch(c[1], c[2:]), c[0])
 

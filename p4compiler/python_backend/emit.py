@@ -15,7 +15,10 @@ bool, error and plain enum values their numbers (the IR's), varbit values (value
 extracted.
 
 The IR's `Labeled`/`Leave` (inlined `return`) become a flag per label: a `Leave` sets it, and
-the statements after one that may leave run under `if not flag:`. Parsers are one function
+the statements after one that may leave run under `if not flag:`. A `Loop` is a `while True:`
+(its update statements at the top, skipped the first time, so that `continue` runs them);
+`Break`/`Continue` are Python's, and a `Leave` out of a loop also breaks out of it (and out of
+each loop around it, tested after the inner loop ends). Parsers are one function
 with a loop over a state number; a sub-parser is a nested loop (`accept` breaks out of it).
 """
 
@@ -63,6 +66,7 @@ class PyEmitter:
         self.state_var = ""
         self.states: dict[str, int] = {}
         self._leaves: dict[int, frozenset[str]] = {}
+        self.loops: list[set[str]] = []  # per loop being written, innermost last: labels inside it
 
     # ------------------------------------------------------------------ entry
     def run(self) -> str:
@@ -257,6 +261,8 @@ class PyEmitter:
             res = frozenset().union(*(self.leaves_all(c.body) for c in s.cases))
         elif isinstance(s, ir.TableApply):
             res = frozenset().union(*(self.leaves_all(c.body) for c in s.cases))
+        elif isinstance(s, ir.Loop):
+            res = self.leaves_all(s.body) | self.leaves_all(s.update)
         else:
             res = frozenset()
         self._leaves[id(s)] = res
@@ -444,9 +450,13 @@ class PyEmitter:
         guard = -1
         for i, s in enumerate(ss):
             self.s(s, lvl)
-            if isinstance(s, (ir.Leave, ir.Exit, ir.ParserError, ir.ParserAccept)):
+            if isinstance(s, (ir.Leave, ir.Exit, ir.ParserError, ir.ParserAccept, ir.Break, ir.Continue)):
                 break  # the rest cannot run
             lv = self.leaves(s)
+            out = lv - self.loops[-1] if self.loops and isinstance(s, ir.Loop) else frozenset()
+            if out:  # an inner loop ended by a return out of this loop too
+                self.line(f"if {' or '.join(f'_f_{x}' for x in sorted(out))}:", lvl)
+                self.line("break", lvl + 1)
             if lv and i + 1 < len(ss):
                 flags = " or ".join(f"_f_{x}" for x in sorted(lv))
                 self.line(f"if not ({flags}):", lvl)
@@ -526,12 +536,35 @@ class PyEmitter:
             self.block(default.body, lvl + 1)
 
     def s_Labeled(self, st: ir.Labeled, lvl: int) -> None:
+        if self.loops:
+            self.loops[-1].add(st.label)
         if st.label in self.leaves_all(st.body):
             self.line(f"_f_{st.label} = False", lvl)
         self.block(st.body, lvl)
 
     def s_Leave(self, st: ir.Leave, lvl: int) -> None:
         self.line(f"_f_{st.label} = True", lvl)
+        if self.loops and st.label not in self.loops[-1]:
+            self.line("break", lvl)  # the label is outside the loop being written
+
+    def s_Loop(self, st: ir.Loop, lvl: int) -> None:
+        again = self.tmp("again") if st.update else ""
+        if again:
+            self.line(f"{again} = False", lvl)
+        self.line("while True:", lvl)
+        self.loops.append(set())
+        if again:
+            self.line(f"if {again}:", lvl + 1)
+            self.block(st.update, lvl + 2)
+            self.line(f"{again} = True", lvl + 1)
+        self.block(st.body, lvl + 1)
+        self.loops.pop()
+
+    def s_Break(self, st: ir.Break, lvl: int) -> None:
+        self.line("break", lvl)
+
+    def s_Continue(self, st: ir.Continue, lvl: int) -> None:
+        self.line("continue", lvl)
 
     def s_Exit(self, st: ir.Exit, lvl: int) -> None:
         self.line("raise _EXIT", lvl)

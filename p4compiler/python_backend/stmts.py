@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from p4compiler.frontend import ast as A
 from p4compiler.python_backend import types as T
@@ -19,6 +19,7 @@ class FnContext:
     ret_type: T.Type | None = None  # a function's return type (None: void, actions, controls)
     in_parser: bool = False
     local_prefix: str = "v_"  # prefix of the names given to block-level variables
+    in_loop: bool = False  # inside a for loop's body (break/continue allowed)
 
 
 def lvalue(cp: Compiler, e: A.Expr, scope: Scope, em: Emitter) -> V:
@@ -99,6 +100,12 @@ def stmt(cp: Compiler, s: A.Stmt, scope: Scope, em: Emitter, fc: FnContext) -> N
         scope.add(s.name, Const(cp.coerce_const(v, t, s), t))
     elif isinstance(s, A.Switch):
         switch_stmt(cp, s, scope, em, fc)
+    elif isinstance(s, (A.For, A.ForIn)):
+        for_stmt(cp, s, scope, em, fc)
+    elif isinstance(s, (A.Break, A.Continue)):
+        if not fc.in_loop:
+            word = "break" if isinstance(s, A.Break) else "continue"
+            raise err(f"{word} is only allowed inside a for loop", s)
     else:
         raise err(f"unsupported statement {type(s).__name__}", s)
 
@@ -142,3 +149,62 @@ def switch_stmt(cp: Compiler, s: A.Switch, scope: Scope, em: Emitter, fc: FnCont
         if case.body is not None:
             body(cp, case.body, scope, em, fc)
 
+
+
+def for_stmt(cp: Compiler, s: A.For | A.ForIn, scope: Scope, em: Emitter, fc: FnContext) -> None:
+    """Check a `for` loop (P4-16 v1.2.5, "For statement"); its declarations are local to it."""
+    if fc.in_parser:  # the spec's parserStatement has no forStatement
+        raise err("for loops are not allowed in parser states (P4-16 has none among the parser "
+                  "statements; loop over states with transitions instead)", s)
+    inner = Scope(scope)
+    if isinstance(s, A.For):
+        for x in s.init:
+            stmt(cp, x, inner, em, fc)
+        c = cp.value(s.cond, inner, em)
+        if not isinstance(c.type, T.BoolT):
+            raise err(f"a for loop's condition must be a bool, not {c.type}", s.cond)
+        body(cp, s.body, inner, em, replace(fc, in_loop=True))
+        for x in s.update:
+            stmt(cp, x, inner, em, fc)
+        return
+    t = for_in_type(cp, s, scope, em)
+    inner.add(s.name, Var(f"{fc.local_prefix}{cp.safe(s.name)}_{cp.uid('')}", t))
+    body(cp, s.body, inner, em, replace(fc, in_loop=True))
+
+
+def for_in_type(cp: Compiler, s: A.ForIn, scope: Scope, em: Emitter) -> T.Type:
+    """The loop variable's type, checked against the collection's (evaluated in the scope around
+    the loop: the variable may shadow a name the collection uses)."""
+    t = cp.resolve_type(s.type, scope)
+    coll = s.collection
+    if isinstance(coll, A.RangeExpr):
+        if not isinstance(t, T.BitT):
+            raise err(f"the variable of a for loop over a range must be bit<W> or int<W>, not {t}", s)
+        for bound in (coll.lo, coll.hi):
+            cp.coerce(cp.value(bound, scope, em, want=t), t, bound)
+        return t
+    if isinstance(coll, A.ListExpr):
+        for x in coll.items:
+            loop_element(cp, cp.value(x, scope, em, want=t), t, x)
+        return t
+    v = cp.value(coll, scope, em)
+    if isinstance(v.type, T.StackT):
+        loop_element(cp, V("", v.type.element), t, coll)
+    elif isinstance(v.type, T.TupleT):
+        for et in v.type.elements:
+            loop_element(cp, V("", et), t, coll)
+    else:
+        raise err(f"a for-in loop iterates over a range (lo .. hi), a header stack or a list, "
+                  f"not a {v.type} value", coll)
+    return t
+
+
+def loop_element(cp: Compiler, v: V, t: T.Type, node: A.Node) -> None:
+    """An element of a for-in collection must be assignable to the loop variable as it is."""
+    if isinstance(t, (T.StructLikeT, T.StackT)):
+        if not v.init and not (v.type is t or T.same_type(v.type, t)):
+            raise err(f"the loop variable has type {t}, the collection's elements {v.type}", node)
+        return
+    if isinstance(t, T.BitT) and isinstance(v.type, T.BitT) and v.type != t:
+        raise err(f"the loop variable has type {t}, the collection's elements {v.type}", node)
+    cp.coerce(v, t, node)
