@@ -127,7 +127,7 @@ class _Ctx:
 
 class Lower(_Build):
     def __init__(self, compiled: CompiledProgram, prog: A.Program):
-        super().__init__(prog)
+        super().__init__(prog, getattr(compiled, "allow_nonportable", False))
         self.cp = compiled
         self.n = itertools.count(1)
         self.types: dict[int, ir.Type] = {}

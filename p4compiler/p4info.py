@@ -399,6 +399,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument(
         "-D", dest="defines", action="append", default=[], help="NAME[=VALUE] preprocessor define"
     )
+    ap.add_argument("--allow-nonportable", action="store_true",
+                    help="also accept what p4c-bm2-ss (v1model) refuses: / or %% by a non-constant value, a "
+                         "table applied twice on one path, a select on an enum-typed key")
     args = ap.parse_args(argv)
 
     try:  # imported late: the CLI needs the compiler, the library does not
@@ -412,7 +415,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         name, _, value = d.partition("=")
         defines[name] = value or "1"
     try:
-        program = compile_file(args.program, include_dirs=tuple(args.include_dirs), defines=defines or None)
+        program = compile_file(args.program, include_dirs=tuple(args.include_dirs), defines=defines or None,
+                               allow_nonportable=args.allow_nonportable)
         data = serialize(build_p4info(program.info), args.format)
     except P4Error as e:
         print(str(e), file=sys.stderr)

@@ -35,6 +35,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="extra #include directory (repeatable)")
     p.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME[=VALUE]",
                    help="preprocessor definition (repeatable)")
+    p.add_argument("--allow-nonportable", action="store_true",
+                   help="also accept what p4c-bm2-ss (v1model) refuses: / or %% by a non-constant value, a "
+                        "table applied twice on one path, a select on an enum-typed key (applies to --p4 "
+                        "and to pipelines a controller pushes)")
     p.add_argument("-i", "--interface", dest="interfaces", action="append", default=[], metavar="PORT@IFACE",
                    help="bind switch port PORT to Linux interface IFACE, e.g. 1@veth1 (repeatable)")
     p.add_argument("--grpc-addr", default="127.0.0.1:9559",
@@ -145,7 +149,8 @@ def main(argv: list[str] | None = None) -> int:
     switch = None
     if args.p4:
         try:
-            switch = make_switch(compile_file(args.p4, args.include_dirs, defines))
+            switch = make_switch(compile_file(args.p4, args.include_dirs, defines,
+                                              allow_nonportable=args.allow_nonportable))
         except P4Error as e:
             print(e, file=sys.stderr)
             return 2
@@ -236,7 +241,8 @@ def main(argv: list[str] | None = None) -> int:
 
     def load_pipeline(config: bytes, p4info: object) -> Switch:
         text = config.decode("utf-8", errors="replace")
-        program = compile_text(text, "<device config>", args.include_dirs, defines)
+        program = compile_text(text, "<device config>", args.include_dirs, defines,
+                               allow_nonportable=args.allow_nonportable)
         sw = make_switch(program)
         attach(sw)
         print(f"softswitch: pipeline loaded, {backend_of(sw)} backend", flush=True)

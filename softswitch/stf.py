@@ -970,14 +970,17 @@ def run_stf(
     defines: dict[str, str] | None = None,
     cpu_port: int = 64,
     backend: str | None = None,
+    allow_nonportable: bool = False,
 ) -> StfResult:
-    """Compile `program_path`, load it into a fresh software switch (`backend`: auto, native or
-    python; default $INNET_SWITCH_BACKEND, else auto), run `stf_path`.
+    """Compile `program_path` (`allow_nonportable`: also what p4c-bm2-ss refuses, see
+    p4compiler.python_backend.portability), load it into a fresh software switch (`backend`: auto,
+    native or python; default $INNET_SWITCH_BACKEND, else auto), run `stf_path`.
     Raises p4compiler.errors.P4Error when the program does not compile, StfError as above."""
     from p4compiler.python_backend import compile_file
     from softswitch.native_switch import create_switch  # late: the runner itself only needs SwitchAPI
 
-    program = compile_file(program_path, include_dirs=tuple(include_dirs), defines=defines)
+    program = compile_file(program_path, include_dirs=tuple(include_dirs), defines=defines,
+                           allow_nonportable=allow_nonportable)
     switch = create_switch(program, backend, cpu_port=cpu_port)
     return run_stf_on_switch(switch, stf_path)
 
@@ -1000,6 +1003,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "-D", dest="defines", action="append", default=[], metavar="NAME[=VAL]", help="preprocessor define"
     )
     ap.add_argument("--cpu-port", type=int, default=64)
+    ap.add_argument("--allow-nonportable", action="store_true",
+                    help="also accept what p4c-bm2-ss (v1model) refuses: / or %% by a non-constant value, a "
+                         "table applied twice on one path, a select on an enum-typed key")
     ap.add_argument("--backend", choices=["auto", "native", "python"], default=None,
                     help="switch backend: native (C), python (reference) or auto = native when the C emitter "
                          "handles the program (default: $INNET_SWITCH_BACKEND, else auto)")
@@ -1016,7 +1022,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from p4compiler.python_backend import compile_file
         from softswitch.native_switch import create_switch
 
-        program = compile_file(args.program, include_dirs=tuple(args.include_dirs), defines=defines or None)
+        program = compile_file(args.program, include_dirs=tuple(args.include_dirs), defines=defines or None,
+                               allow_nonportable=args.allow_nonportable)
     except P4Error as e:
         print(e, file=sys.stderr)
         return 2

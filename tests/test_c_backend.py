@@ -21,6 +21,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from backends import allow_nonportable
 
 from p4compiler.c_backend import NativeProgram, NativeUnsupported, emit_c
 from p4compiler.python_backend import compile_file
@@ -51,7 +52,8 @@ LOCATED = re.compile(r"^[^\s:]+\.p4:\d+:\d+: error: the native backend does not 
 
 @functools.lru_cache(maxsize=None)
 def _native(path: str) -> NativeProgram | NativeUnsupported:
-    cp = compile_file(str(ROOT / path))
+    # a corpus program marked `# options: allow-nonportable` in its .stf takes the opt-in
+    cp = compile_file(str(ROOT / path), allow_nonportable=allow_nonportable(ROOT / path))
     try:
         return emit_c(cp)
     except NativeUnsupported as e:

@@ -8,7 +8,8 @@ Each runs on both backends (tests/backends.py).
 
 Every <name>.stf runs against <name>.p4 and must pass. The expected packets were computed by
 hand following the P4-16 specification and bmv2 simple_switch semantics (see the comments in
-each .stf file and tests/p4/features/README.md).
+each .stf file and tests/p4/features/README.md). A program whose .stf says
+`# options: allow-nonportable` is compiled with the opt-in, and must be refused without it.
 """
 
 from __future__ import annotations
@@ -16,13 +17,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from backends import BACKENDS, run_stf
+from backends import BACKENDS, run_stf, stf_options
+
+from p4compiler.errors import P4Error
+from p4compiler.python_backend import compile_file
 
 pytestmark = pytest.mark.stf
 
 P4_DIR = Path(__file__).parent / "p4"
 CORPORA = {"features": 25, "spec": 10}  # folder -> minimum number of programs
 STF_FILES = sorted(f for corpus in CORPORA for f in (P4_DIR / corpus).glob("*.stf"))
+NONPORTABLE = [f for f in STF_FILES if "allow-nonportable" in stf_options(f)]
 
 
 @pytest.mark.parametrize("corpus", sorted(CORPORA))
@@ -42,3 +47,10 @@ def test_corpus_is_complete(corpus: str) -> None:
 def test_program(stf_path: Path, backend: str) -> None:
     result = run_stf(stf_path.with_suffix(".p4"), stf_path, backend)
     assert result.ok, f"{stf_path.name} failed:\n" + "\n".join(result.failures)
+
+
+@pytest.mark.parametrize("stf_path", NONPORTABLE, ids=[f"{p.parent.name}/{p.stem}" for p in NONPORTABLE])
+def test_nonportable_mark_is_needed(stf_path: Path) -> None:
+    """A program marked allow-nonportable is refused without the opt-in (the mark stays true)."""
+    with pytest.raises(P4Error, match="is not portable"):
+        compile_file(str(stf_path.with_suffix(".p4")))

@@ -16,6 +16,7 @@ import random
 from pathlib import Path
 
 import pytest
+from backends import allow_nonportable
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -41,7 +42,7 @@ _PAIRS: dict[str, tuple[Switch, NativeSwitch]] = {}
 def _pair(path: Path, setup: list[stf.StfCommand] | None = None) -> tuple[Switch, NativeSwitch]:
     key = str(path)
     if key not in _PAIRS:
-        program = compile_file(str(path))
+        program = compile_file(str(path), allow_nonportable=allow_nonportable(path))
         ref, nat = Switch(program, seed=3), NativeSwitch(program, seed=3)
         for sw in (ref, nat):
             stf.run_stf_commands(sw, setup or [])
@@ -280,7 +281,7 @@ def test_generated_wide_expressions_agree(seed: int, tmp_path: Path) -> None:
     src, _ = _Gen(rng, fields).program(24)
     path = tmp_path / f"gen{seed}.p4"
     path.write_text(src)
-    program = compile_file(str(path))
+    program = compile_file(str(path), allow_nonportable=True)  # run-time / and % (not portable)
     ref, nat = Switch(program, seed=1), NativeSwitch(program, seed=1)
     widths = fields + [8]
     for _ in range(40):

@@ -9,6 +9,7 @@ only Python there is is `emit.py`'s, written from the IR the C back end also con
 in the front end or the lowering reaches both back ends.
 
     program = compile_file("prog.p4")
+    # compile_file("prog.p4", allow_nonportable=True): also what p4c-bm2-ss refuses (see Compiler)
     program.info          # ProgramInfo: tables, actions, registers, ... (control-plane view)
     program.ir            # the lowered program (p4compiler.ir.Program)
     program.source        # the Python emit.py wrote; softswitch.runtime.instantiate runs program.code
@@ -52,11 +53,13 @@ class CompiledProgram:
     # the top-level `const` declarations with integer values, by name (their folded values: a
     # program's sizes as the preprocessor's -D settings made them)
     constants: dict[str, int] = field(default_factory=dict)
+    allow_nonportable: bool = False  # compiled with the opt-in (codegen.Compiler.allow_nonportable)
 
 
-def compile_file(path: str, include_dirs: Sequence[str] = (), defines: Mapping[str, str] | None = None
-                 ) -> CompiledProgram:
-    """Preprocess, parse and compile a P4-16 file for the v1model architecture."""
+def compile_file(path: str, include_dirs: Sequence[str] = (), defines: Mapping[str, str] | None = None,
+                 *, allow_nonportable: bool = False) -> CompiledProgram:
+    """Preprocess, parse and compile a P4-16 file for the v1model architecture. The program must
+    also be one p4c-bm2-ss accepts unless `allow_nonportable` (see codegen.Compiler)."""
     import os
 
     from p4compiler.preprocess import preprocess
@@ -65,7 +68,7 @@ def compile_file(path: str, include_dirs: Sequence[str] = (), defines: Mapping[s
         raise P4Error(f"P4 program {path} does not exist")
     text = preprocess(path, include_dirs, defines)
     prog = parse_source_preprocessed(text, path)
-    cp = compile_program(prog)
+    cp = compile_program(prog, allow_nonportable=allow_nonportable)
     cp.p4_source = text
     cp.filename = path
     return cp
@@ -78,31 +81,33 @@ def parse_source_preprocessed(text: str, filename: str) -> A.Program:
 
 
 def compile_text(text: str, filename: str = "<device config>", include_dirs: Sequence[str] = (),
-                 defines: Mapping[str, str] | None = None) -> CompiledProgram:
-    """Compile P4-16 source given as text (e.g. the device config of a P4Runtime pipeline)."""
+                 defines: Mapping[str, str] | None = None, *, allow_nonportable: bool = False
+                 ) -> CompiledProgram:
+    """Compile P4-16 source given as text (e.g. the device config of a P4Runtime pipeline);
+    `allow_nonportable` as in compile_file."""
     from p4compiler.preprocess import preprocess_text
 
     # keep the preprocessed text, as compile_file does: the native back end parses it again
     text = preprocess_text(text, filename, include_dirs, defines)
     prog = parse_source_preprocessed(text, filename)
-    cp = compile_program(prog)
+    cp = compile_program(prog, allow_nonportable=allow_nonportable)
     cp.p4_source = text
     cp.filename = filename
     return cp
 
 
-def compile_program(prog: A.Program) -> CompiledProgram:
+def compile_program(prog: A.Program, *, allow_nonportable: bool = False) -> CompiledProgram:
     """Type-check a parsed program, lower it to the IR and write its Python (emit.py)."""
     from p4compiler.python_backend.emit import emit_python
 
-    cp = _Build(prog).run()
+    cp = _Build(prog, allow_nonportable=allow_nonportable).run()
     emit_python(cp, prog)
     return cp
 
 
 class _Build(Compiler):
-    def __init__(self, prog: A.Program):
-        super().__init__(prog)
+    def __init__(self, prog: A.Program, allow_nonportable: bool = False):
+        super().__init__(prog, allow_nonportable)
         self.pending_tables: list[tuple[Any, Any, str, str]] = []
         self.direct_counters: dict[str, Any] = {}
         self.direct_meters: dict[str, Any] = {}
@@ -147,7 +152,7 @@ class _Build(Compiler):
         return CompiledProgram(
             info=self.info, source="", code=None, tables=self.tables, externs=self.externs, blocks=fns,
             headers_type=hdr_t, meta_type=meta_t, std_meta_type=sm_t, errors=self.errors,
-            controller_headers=self.ctl_headers,
+            controller_headers=self.ctl_headers, allow_nonportable=self.allow_nonportable,
             constants={name: int(b.value) for name, b in self.g.names.items()
                        if isinstance(b, Const) and isinstance(b.value, int)},
         )

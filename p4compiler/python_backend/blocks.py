@@ -12,6 +12,7 @@ from p4compiler.model import Exact, Lpm, Optional_, Range, Ternary
 from p4compiler.python_backend import types as T
 from p4compiler.python_backend.calls import ordered_args
 from p4compiler.python_backend.codegen import Compiler, Emitter, TableSpec, V, err, fit
+from p4compiler.python_backend.portability import check_table_applies, select_keys
 from p4compiler.python_backend.scope import (
     ActionBind,
     BlockInst,
@@ -221,6 +222,7 @@ def compile_block(cp: Compiler, decl: Any, p4name: str, ctor_args: list[A.Arg], 
         fc = FnContext(outs=scalar_outs(cp, decl.params, scope, "c.p_"))
         for s in decl.apply.stmts:
             stmt(cp, s, scope, em, fc)
+        check_table_applies(cp, decl, scope)
     return fn
 
 
@@ -259,6 +261,7 @@ def transition(cp: Compiler, s: A.ParserState, scope: Scope, em: Emitter, fns: d
     for k, x in zip(keys, tr.exprs, strict=False):
         if isinstance(k.type, T.IntT):
             raise err("select keys need a known width", x)
+    select_keys(cp, keys, tr.exprs)
     for case in tr.cases:
         _target(case.state, fns, case)
         ks = case.keyset.items if isinstance(case.keyset, A.TupleKeyset) else [case.keyset]

@@ -108,9 +108,16 @@ STATEFUL_EXTERNS = {"register", "counter", "direct_counter", "meter", "direct_me
                     "action_selector", "Checksum16"}
 
 
+# how each refusal of what p4c-bm2-ss (v1model) refuses ends (portability.py): the opt-in
+NONPORTABLE_HINT = "allow_nonportable=True or --allow-nonportable accepts it here"
+
+
 class Compiler:
-    def __init__(self, program: A.Program):
+    def __init__(self, program: A.Program, allow_nonportable: bool = False):
         self.program = program
+        # accept what the reference toolchain (p4c-bm2-ss v1.2.4 for v1model) refuses: run-time
+        # division, a table applied twice on one path, a select on an enum-typed key
+        self.allow_nonportable = allow_nonportable
         self.g = Scope(kind="global")
         self.em = Emitter()  # the global declarations' context
         self.ids = itertools.count(1)
@@ -520,6 +527,10 @@ class Compiler:
             return V(repr(val), t, val)
         if isinstance(t, T.IntT):
             raise err(f"operands of {op} need a known width", e)
+        if op in ("/", "%") and not r.is_const and not self.allow_nonportable:
+            what = "division (/)" if op == "/" else "modulo (%)"
+            raise err(f"{what} by a value that is not a compile-time constant is not portable: "
+                      f"p4c-bm2-ss (v1model) divides only by constants ({NONPORTABLE_HINT})", e)
         self.coerce(lv, t, e.left)
         self.coerce(r, t, e.right)
         if op in ("&", "|", "^", "+", "-", "*", "/", "%", "|+|", "|-|"):

@@ -1,5 +1,7 @@
 // A table applied inside && / || / ?: runs only when the operator evaluates that operand
 // (P4-16 8.5: short-circuit), and its hit result feeds the expression.
+// Not portable: t is applied up to three times on one path; p4c-bm2-ss applies a table at most
+// once per path (the .stf's `# options: allow-nonportable` line).
 #include <core.p4>
 #include <v1model.p4>
 

@@ -1,6 +1,8 @@
 // const entries with masks (&&&), ranges (..), default (_) and tuple keys (the first entry
 // listed wins), non-const entries with priorities, @name with and without a leading dot,
 // a string annotation containing parentheses, and #define constants.
+// Newer syntax: `priority =` in table entries, P4-16 syntax newer than p4c-bm2-ss v1.2.4 accepts
+// (the .stf's `# options: newer-syntax` line).
 #include <core.p4>
 #define V1MODEL_VERSION 20200408
 #include <v1model.p4>

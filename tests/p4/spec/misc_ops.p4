@@ -3,6 +3,8 @@
 // bool header fields, a struct of headers inside the headers struct (emitted as a whole),
 // select on a serializable enum, @atomic blocks, return inside an action, minSizeInBytes(),
 // log_msg and assert (no effect on the packet).
+// Not portable: a select on the enum field hdr.d.kind; p4c-bm2-ss refuses enum-typed select keys
+// (the .stf's `# options: allow-nonportable` line).
 #include <core.p4>
 #define V1MODEL_VERSION 20200408
 #include <v1model.p4>

@@ -1,6 +1,8 @@
 // Parser idioms: lookahead of a header type and of bit<N> in a select, varbit extract with a
 // length, serializable enum fields in headers, typedef of typedef, type newtypes, verify in a
 // sub-state, and standard_metadata.parser_error checked in ingress.
+// Not portable: a select on the enum field hdr.p.op; p4c-bm2-ss refuses enum-typed select keys
+// (the .stf's `# options: allow-nonportable` line).
 #include <core.p4>
 #include <v1model.p4>
 

@@ -1,6 +1,8 @@
 // Tables applied twice, in if conditions with .hit/.miss, switch on action_run with fallthrough
 // labels and default, a switch on a bit value, keys on a slice, a header-stack element field,
 // metadata and isValid().
+// Not portable: counter_t is applied four times on one path; p4c-bm2-ss applies a table at
+// most once per path (the .stf's `# options: allow-nonportable` line).
 #include <core.p4>
 #include <v1model.p4>
 
