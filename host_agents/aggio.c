@@ -449,3 +449,113 @@ int aggc_exponents(const float *blocks, int64_t chunks, int32_t vpp, int64_t *ou
     }
     return 0;
 }
+
+/* ---- the replay switch path's request/reply exchange, in C ----------------------------------
+ *
+ * What SwitchReplayClient._exchange_table does per datagram, without Python per datagram: send
+ * new requests while fewer than `window` are in flight, resend those past their due time (same
+ * request id; ReplayTimeout in Python after max_tries), receive a batch, copy each one-datagram
+ * reply into its request's row. A reply in fragments (a long SAMPLE_REPLY) goes to Python's
+ * reassembler: rexc_run returns 2 with the batch's fragment rows listed, Python takes them and
+ * calls again. State lives in the struct: the call resumes where it was.
+ * Returns 0 (all answered), 1 (a wait ended empty: a resend may be due, or a signal came; call
+ * again after Python has run its handlers), 2 (fragments for Python), -1 (a request ran out of
+ * tries: err_index), -3 (a socket error: err_errno).
+ */
+#define REPLAY_HEADER_BYTES 32
+#define REPLAY_FRAGMENT_BYTES 1400
+
+static int rexc_flush(struct rexc_call *c, int32_t nq)
+{
+    int done = 0;
+    while (done < nq) {
+        int r = aggio_send(c->fd, c->tx, c->tx_row, c->sendq + done, c->tx_len, nq - done, c->ip_be,
+                           c->port_be, 1000000000);
+        if (r <= 0) {
+            c->err_errno = r < 0 ? -r : EAGAIN;
+            return -3;
+        }
+        done += r;
+    }
+    return 0;
+}
+
+int rexc_run(struct rexc_call *c)
+{
+    c->n_frag = 0;
+    while (c->answered < c->n) {
+        double now = now_s();
+        int32_t nq = 0;
+        while (c->next_new < c->n && c->in_flight < c->window) {
+            int32_t i = c->next_new++;
+            c->sendq[nq++] = i;
+            c->tries[i] = 1;
+            c->due[i] = now + c->timeout_s;
+            c->outstanding[i] = 1;
+            c->in_flight += 1;
+        }
+        double wake = now + c->timeout_s;
+        for (int32_t i = 0; i < c->next_new; i++) {
+            if (!c->outstanding[i])
+                continue;
+            if (c->due[i] <= now) {
+                if (c->tries[i] >= c->max_tries) {
+                    c->err_index = i;
+                    c->err_tries = c->tries[i];
+                    return -1;
+                }
+                c->sendq[nq++] = i;
+                c->tries[i] += 1;
+                c->due[i] = now + c->timeout_s;
+                c->resent[i] = 1;
+                c->resent_total += 1;
+            }
+            if (c->due[i] < wake)
+                wake = c->due[i];
+        }
+        if (nq > 0 && rexc_flush(c, nq) < 0)
+            return -3;
+        double wait = wake - now_s();
+        int64_t wait_ns = wait > 0 ? (int64_t)(wait * 1e9) : 0;
+        int k = aggio_recv(c->fd, c->rx, c->rx_row, c->rx_len, c->rx_rows, wait_ns);
+        if (k < 0) {
+            c->err_errno = -k;
+            return -3;
+        }
+        if (k == 0)
+            return 1; /* a timeout, or a signal (aggio_recv cannot tell): Python looks, then resumes */
+        for (int j = 0; j < k; j++) {
+            const uint8_t *p = c->rx + (size_t)j * c->rx_row;
+            uint32_t len = c->rx_len[j];
+            if (len > c->rx_row)
+                len = c->rx_row; /* truncated to the row (recvmmsg reports the datagram's length) */
+            if (len < REPLAY_HEADER_BYTES) {
+                c->stray += 1;
+                continue;
+            }
+            uint32_t idx = get32(p + 4) - c->base; /* request id arithmetic, mod 2^32 */
+            if (idx >= (uint32_t)c->n) {
+                c->stray += 1;
+                continue;
+            }
+            uint32_t frag_index = get16(p + 8), frag_count = get16(p + 10);
+            if (frag_count != 1 || frag_index != 0 || len - REPLAY_HEADER_BYTES > REPLAY_FRAGMENT_BYTES) {
+                c->frag[c->n_frag++] = j; /* a fragment: Python's reassembler */
+                continue;
+            }
+            if (c->done[idx]) {
+                c->stray += 1; /* a duplicate */
+                continue;
+            }
+            memcpy(c->out + (size_t)idx * c->rx_row, p, len);
+            c->out_len[idx] = len;
+            c->done[idx] = 1;
+            c->outstanding[idx] = 0;
+            c->in_flight -= 1;
+            c->answered += 1;
+        }
+        if (c->n_frag > 0)
+            return 2;
+    }
+    return 0;
+}

@@ -54,4 +54,39 @@ struct aggc_call {
 int aggc_run(struct aggc_call *c);
 int aggc_exponents(const float *blocks, int64_t chunks, int32_t vpp, int64_t *out);
 
+/* One exchange of the replay switch path (host_agents/replay_client.py, SwitchReplayClient):
+ * n one-datagram requests with consecutive request ids from `base`, `window` in flight, each
+ * resent after timeout_s until max_tries; one-datagram replies (docs/replay_protocol.md header,
+ * matched by request id) are copied into their request's row of `out`. */
+struct rexc_call {
+    int fd;
+    uint32_t ip_be;
+    uint16_t port_be;
+    int32_t n, window, max_tries;
+    double timeout_s;
+    uint32_t base;                /* request id of row 0 */
+    const uint8_t *tx;            /* n x tx_row: the requests */
+    uint32_t tx_row;
+    const uint32_t *tx_len;       /* n */
+    uint8_t *rx;                  /* rx_rows x rx_row: one receive batch */
+    uint32_t rx_row;
+    uint32_t *rx_len;
+    int32_t rx_rows;
+    uint8_t *out;                 /* n x rx_row: each request's one-datagram reply */
+    int64_t *out_len;             /* n */
+    uint8_t *done, *outstanding, *resent; /* n: answered; sent and unanswered; resent since Python looked */
+    int64_t *tries;               /* n */
+    double *due;                  /* n: when to resend */
+    int32_t *sendq;               /* n: scratch */
+    int32_t *frag;                /* rx_rows: rx rows of this batch that are fragments, for Python */
+    int32_t n_frag;
+    int32_t started, in_flight, next_new, answered;
+    int64_t resent_total, stray;
+    int32_t err_index;            /* the request that ran out of tries */
+    int64_t err_tries;
+    int32_t err_errno;
+};
+
+int rexc_run(struct rexc_call *c);
+
 #endif

@@ -575,6 +575,8 @@ class SwitchReplayClient(ReplayClient):
         # else one socket call per datagram
         self._rx: np.ndarray | None = None
         self._bio: BatchSocket | None = None
+        # the exchange loop in C (rexc_run); False keeps the NumPy loop, for comparison
+        self.use_engine = True
         try:
             load_aggio()
             self._rx = np.zeros((256, 2048), np.uint8)
@@ -679,6 +681,8 @@ class SwitchReplayClient(ReplayClient):
         n = table.shape[0]
         if self._rx is None or n == 0:
             return _Replies.from_pairs(self._exchange([row.tobytes() for row in table], op))
+        if self.use_engine:
+            return self._exchange_engine(table, op)
         base = int.from_bytes(table[0, 4:8].tobytes(), "big")  # request_id of the first row
         bio = self._batch_socket(n)
         bio.tx[:n, : table.shape[1]] = table  # rows 0..n-1 are this call's requests
@@ -761,6 +765,88 @@ class SwitchReplayClient(ReplayClient):
                 in_flight -= 1
                 answered += 1
         self.stats["datagrams"] += n
+        errors = np.flatnonzero(out.heads["op"] == Op.ERROR)
+        if errors.size:
+            i = int(errors[0])
+            raise ReplayError(int(out.heads["status"][i]), decode_error(out.body(i)), op.name,
+                              int(out.heads["request_id"][i]))  # fmt: skip
+        return out
+
+    def _exchange_engine(self, table: np.ndarray, op: Op) -> _Replies:
+        """:meth:`_exchange_table` with its loop in C (host_agents/aggio.c, rexc_run): sending,
+        resending, receiving and matching one-datagram replies cost no Python per datagram, and
+        the C call releases the GIL, so the learner's training thread keeps its core. Replies in
+        fragments come back here for the reassembler. Same semantics and errors."""
+        n, width = table.shape
+        assert self._rx is not None
+        base = int.from_bytes(table[0, 4:8].tobytes(), "big")  # request_id of the first row
+        bio = self._batch_socket(n)
+        bio.tx[:n, :width] = table
+        bio.tx_len[:n] = width
+        ffi, lib = bio._io.ffi, bio._lib
+        rows = np.zeros((n, self._rx.shape[1]), np.uint8)
+        lens = np.zeros(n, np.int64)
+        done, outstanding, resent = (np.zeros(n, np.uint8) for _ in range(3))
+        tries, due = np.zeros(n, np.int64), np.zeros(n)
+        sendq, frag = np.zeros(n, np.int32), np.zeros(self._rx.shape[0], np.int32)
+
+        def p(ctype: str, a: np.ndarray) -> object:
+            return ffi.cast(ctype, a.ctypes.data)
+
+        c = ffi.new("struct rexc_call *")
+        c.fd, c.ip_be, c.port_be = bio._fd, bio._ip_be, bio._port_be
+        c.n, c.window, c.max_tries = n, self.config.window, self.config.max_tries
+        c.timeout_s, c.base = self.config.timeout_s, base
+        c.tx, c.tx_row, c.tx_len = bio._tx_p, bio.tx.shape[1], bio._tx_len_p
+        c.rx, c.rx_row, c.rx_len, c.rx_rows = bio._rx_p, self._rx.shape[1], bio._rx_len_p, self._rx.shape[0]
+        c.out, c.out_len = p("uint8_t *", rows), p("int64_t *", lens)
+        c.done, c.outstanding = p("uint8_t *", done), p("uint8_t *", outstanding)
+        c.resent, c.tries, c.due = p("uint8_t *", resent), p("int64_t *", tries), p("double *", due)
+        c.sendq, c.frag = p("int32_t *", sendq), p("int32_t *", frag)
+        reassembled: dict[int, tuple[Header, bytes]] = {}
+        partial: set[int] = set()  # requests whose reply came in part (fragments)
+        reasm = Reassembler()
+        while (r := lib.rexc_run(c)) != 0:
+            if r == 1:  # a wait ended empty (or a signal): Python's handlers have run
+                continue
+            if r == -1:
+                i = int(c.err_index)
+                raise ReplayTimeout(
+                    op.name, (base + i) & 0xFFFFFFFF, self.server, int(c.err_tries),
+                    f"{n - int(c.answered)} of {n} datagrams unanswered "
+                    "(switch or server down, or the table not installed in the switch?)",
+                )  # fmt: skip
+            if r < 0:
+                raise OSError(int(c.err_errno), f"replay I/O: {os.strerror(int(c.err_errno))}")
+            for i in partial.intersection(np.flatnonzero(resent).tolist()):  # a resent SAMPLE may be
+                reasm.discard((base + i) & 0xFFFFFFFF)  # walked again to another item: no splicing
+                partial.discard(i)
+            resent[:] = 0
+            for k in frag[: c.n_frag].tolist():  # r == 2: fragments of long replies
+                i = (int(self._rx_head["request_id"][k]) - base) & 0xFFFFFFFF
+                if done[i]:
+                    c.stray += 1
+                    continue
+                try:
+                    whole = reasm.add(self._rx[k, : bio.rx_len[k]].tobytes())
+                except ProtocolError:
+                    c.stray += 1
+                    continue
+                if whole is None:
+                    partial.add(i)
+                    continue
+                partial.discard(i)
+                reassembled[i] = whole
+                done[i], outstanding[i] = 1, 0
+                c.in_flight -= 1
+                c.answered += 1
+        self.stats["datagrams"] += n
+        self.stats["resent"] += int(c.resent_total)
+        self.stats["stray_datagrams"] += int(c.stray)
+        heads = np.ascontiguousarray(rows[:, :HEADER_BYTES]).view(HEADER_DTYPE).reshape(n)
+        out = _Replies(heads, rows, lens)
+        for i, pair in reassembled.items():
+            out.set_pair(i, pair)
         errors = np.flatnonzero(out.heads["op"] == Op.ERROR)
         if errors.size:
             i = int(errors[0])

@@ -26,11 +26,14 @@ CHILD_TESTS = ["tests/test_stf_corpus.py", "tests/test_innet_stf.py", "tests/tes
                # C data path forwards pings and emulates links over veth pairs
                "tests/test_softswitch_netns.py", "tests/test_softswitch_netem.py",
                # the aggregation client's C (host_agents/aggio.c: batched I/O, the protocol loop)
-               "tests/test_agg_client.py"]
+               "tests/test_agg_client.py",
+               # the replay switch path's exchange loop (aggio.c rexc_run), fragments and losses
+               "tests/test_replay_client.py"]
 # the native cases of the files above, and the namespace tests that start a switch process
 CHILD_SELECT = ("native or backends_agree or wide or garbage or device_config or warm_load or handler or "
                 "pings_cross or bad_requests or each_direction or saturating_burst or given_share or "
-                "loss_duplicates or agree_to_the_bit or stale_round_is or block_exponents_match")
+                "loss_duplicates or agree_to_the_bit or stale_round_is or block_exponents_match or "
+                "end_to_end_with_a_model_switch or fragments_with_losses")
 
 
 @pytest.mark.slow

@@ -221,7 +221,16 @@ class ScriptedServer:
             op=Op.SAMPLE_REPLY, flags=h.flags | Flag.SWITCH_SAMPLED, table_id=h.table_id,
             request_id=h.request_id, index=index, priority=priority, draw=draw, total=total,
         )  # fmt: skip
-        self.sock.sendto(reply.pack() + encode_sample_reply(n, [item]), addr)
+        if self.drop_requests > 0:  # lost on the way in
+            self.drop_requests -= 1
+            return True
+        # the server's reply, in fragments when the item is long (its header fields kept)
+        drop = self.drop_reply_frags
+        if not self.lossy_forever:
+            self.drop_reply_frags = set()
+        for k, d in enumerate(fragment(reply, encode_sample_reply(n, [item]))):
+            if k not in drop:
+                self.sock.sendto(d, addr)
         return True
 
 
@@ -483,17 +492,19 @@ def test_switch_client_times_out_when_nobody_answers() -> None:
         cap.close()
 
 
-@pytest.mark.parametrize("batched", [True, False])
-def test_switch_path_end_to_end_with_a_model_switch(batched: bool) -> None:
-    """Both datagram paths of the switch client (a window per sendmmsg/recvmmsg, matched as
-    arrays; one socket call per datagram) against a model of the switch."""
+@pytest.mark.parametrize("path", ["engine", "numpy", "per-datagram"])
+def test_switch_path_end_to_end_with_a_model_switch(path: str) -> None:
+    """The datagram paths of the switch client (the exchange loop in C; a window per
+    sendmmsg/recvmmsg, matched as NumPy arrays; one socket call per datagram) against a model of
+    the switch."""
     server = ScriptedServer(max_size=8, switch=True, leaves=8)
     try:
         cfg = ReplayConfig(backend="switch", server_port=server.port, max_size=8, alpha=1.0, seed=7)
         with make_replay_client(cfg) as c:
             assert isinstance(c, SwitchReplayClient)
             assert c._rx is not None  # the C helper builds here
-            if not batched:
+            c.use_engine = path == "engine"
+            if path == "per-datagram":
                 c._rx = None
             keys = c.insert([b"a", b"b", b"c", b"d", b"e"], [1.0, 2.0, 3.0, 4.0, 0.0])
             np.testing.assert_array_equal(keys, np.arange(5))
@@ -672,3 +683,29 @@ def test_real_server_empty_table() -> None:
         assert e.value.status == Status.EMPTY
         info = c.info()
         assert isinstance(info, dict) and info
+
+
+@pytest.mark.parametrize("path", ["engine", "numpy"])
+def test_switch_path_long_items_in_fragments_with_losses(path: str) -> None:
+    """Items longer than one datagram come back in fragments, which the C exchange loop hands to
+    the reassembler; lost requests and replies missing a fragment are resent until whole. Every
+    sampled item is the one its key names, on both batched paths."""
+    server = ScriptedServer(max_size=8, switch=True, leaves=8)
+    try:
+        cfg = ReplayConfig(backend="switch", server_port=server.port, max_size=8, alpha=1.0, seed=3,
+                           timeout_s=0.05)  # fmt: skip
+        with make_replay_client(cfg) as c:
+            assert isinstance(c, SwitchReplayClient)
+            c.use_engine = path == "engine"
+            data = [bytes([k]) * (3000 + k) for k in range(6)]  # 3 fragments each
+            keys = c.insert(data, [1.0] * 6)
+            for _ in range(3):
+                server.drop_requests = 2
+                server.drop_reply_frags = {1}
+                batch = c.sample(12)
+                assert [len(x) for x in batch.items] == [3000 + int(k) for k in batch.keys]
+                assert all(x == data[int(k)] for k, x in zip(batch.keys, batch.items, strict=True))
+            assert set(batch.keys.tolist()) <= set(keys.tolist())
+            assert c.stats["resent"] > 0
+    finally:
+        server.close()
