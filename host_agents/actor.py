@@ -47,7 +47,7 @@ from host_agents.metrics import (
     load_checkpoint,
     save_checkpoint,
 )
-from host_agents.networks import DuelingQNetwork, select_device
+from host_agents.networks import DuelingQNetwork, GreedyPolicy, select_device
 from host_agents.param_store import ParamStore
 from host_agents.replay_client import ReplayConfig, make_replay_client
 from host_agents.replay_pipeline import BackgroundReplay
@@ -149,6 +149,7 @@ def run_actor(cfg: ActorConfig, replay: ReplayConfig) -> dict:
 
     net = DuelingQNetwork(info.obs_shape, info.num_actions, cfg.hidden).to(device)
     net.eval()
+    policy = GreedyPolicy(net)  # the greedy action without a torch call per step (MLP networks)
     client, _ = open_replay(replay)  # a missing server or a table of another size: say so now
     store = ParamStore(client)
     # pushes go out on their own client and thread; parameter pulls stay on this one
@@ -235,13 +236,13 @@ def run_actor(cfg: ActorConfig, replay: ReplayConfig) -> dict:
                 break
             if (steps - start_steps) % cfg.param_pull_interval == 0:
                 with timer.phase("pull_params"):
-                    pulls += store.pull(net)
+                    if store.pull(net):
+                        pulls += 1
+                        policy.refresh()
             if rng.random() < epsilon:
                 action = int(rng.integers(info.num_actions))
             else:
-                with torch.no_grad():
-                    q = net(torch.from_numpy(np.asarray(obs)[None]).to(device))
-                action = int(q.argmax(dim=1).item())
+                action = policy.act(obs)
             next_obs, reward, terminated, truncated, _ = env.step(action)
             steps += 1
             ep_return += float(reward)

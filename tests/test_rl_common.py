@@ -410,3 +410,29 @@ def test_atari_time_limit_counts_agent_steps() -> None:
         done = terminated or truncated
     env.close()
     assert steps <= 50 and (steps == 50 or terminated)
+
+
+def test_greedy_policy_picks_the_networks_argmax() -> None:
+    """GreedyPolicy (NumPy for MLP networks) picks torch's argmax Q for observations of random
+    networks, and follows new parameters only after refresh()."""
+    from host_agents.networks import DuelingQNetwork, GreedyPolicy, flat_params, load_flat_params
+
+    rng = np.random.default_rng(4)
+    for obs_dim, actions, hidden in ((4, 2, 64), (8, 5, 32)):
+        torch.manual_seed(obs_dim)
+        net = DuelingQNetwork((obs_dim,), actions, hidden)
+        policy = GreedyPolicy(net)
+        obs = rng.standard_normal((500, obs_dim)).astype(np.float32)
+
+        def torch_argmax(net: DuelingQNetwork = net, obs: np.ndarray = obs) -> list[int]:
+            with torch.no_grad():
+                return net(torch.from_numpy(obs)).argmax(dim=1).tolist()
+
+        before = torch_argmax()
+        assert [policy.act(o) for o in obs] == before
+        load_flat_params(net, flat_params(net) * -1.0)  # other parameters, other choices
+        after = torch_argmax()
+        assert after != before
+        assert [policy.act(o) for o in obs] == before  # not refreshed yet
+        policy.refresh()
+        assert [policy.act(o) for o in obs] == after
