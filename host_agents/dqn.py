@@ -41,7 +41,7 @@ from host_agents.envs import env_info, make_env
 from host_agents.experience import NStepAccumulator, Transition, TransitionBatch
 from host_agents.learner import greedy_returns
 from host_agents.metrics import PhaseTimer, Progress, RunLogger, save_checkpoint
-from host_agents.networks import DuelingQNetwork, select_device
+from host_agents.networks import DuelingQNetwork, GreedyPolicy, select_device
 from host_agents.run_config import seed_everything
 from host_agents.sum_tree import MinTree, SumTree
 
@@ -221,6 +221,7 @@ def run_dqn(cfg: DQNConfig) -> dict:
     target = copy.deepcopy(online)
     target.requires_grad_(False)
     optimizer = torch.optim.Adam(online.parameters(), lr=cfg.lr, eps=cfg.adam_eps)
+    policy = GreedyPolicy(online)  # acting as Ape-X's actors do (NumPy for MLPs), refreshed per update
     replay = LocalReplay(
         cfg.replay_max_size, info.obs_shape, info.obs_dtype, cfg.alpha if cfg.prioritized else None, rng
     )
@@ -294,6 +295,7 @@ def run_dqn(cfg: DQNConfig) -> dict:
             )
         with timer.phase("replay"):
             replay.update_priorities(slots, prios)
+        policy.refresh()
         updates += 1
         loss_log.add(out, updates, steps)
         if updates % cfg.target_update_interval == 0:
@@ -334,9 +336,8 @@ def run_dqn(cfg: DQNConfig) -> dict:
             if rng.random() < epsilon:
                 action = int(rng.integers(info.num_actions))
             else:
-                with timer.phase("act"), torch.no_grad():
-                    q = online(torch.from_numpy(np.asarray(obs)[None]).to(device))
-                    action = int(q.argmax(dim=1).item())
+                with timer.phase("act"):
+                    action = policy.act(obs)
             with timer.phase("env"):
                 next_obs, reward, terminated, truncated, _ = env.step(action)
             steps += 1
