@@ -70,6 +70,7 @@ __all__ = ["LearnerConfig", "main", "run_learner"]
 
 PROG = "python -m host_agents.learner"
 ROLE = "learner"
+SWITCH_INTERVAL_S = 0.0005  # sys.setswitchinterval with the replay I/O thread (see run_learner)
 COMM_PHASES = ("sample", "update_priorities", "set_params")
 
 
@@ -173,6 +174,11 @@ def run_learner(cfg: LearnerConfig, replay: ReplayConfig) -> dict:
     # With prefetch every replay call goes through one I/O thread, in order (the Redis path's
     # sum-tree lives in this client, so it must not be used from two threads).
     io = BackgroundReplay(client, cfg.max_pending_updates, "learner-replay") if cfg.prefetch else None
+    if io is not None:
+        # The training thread releases the GIL around every torch call and takes it back; while
+        # the I/O thread runs Python (encoding requests, decoding a batch) that retake waits up
+        # to the switch interval, 5 ms by default: per update, many of them. 0.5 ms bounds it.
+        sys.setswitchinterval(SWITCH_INTERVAL_S)
     replay_api = io.sync if io else client
     store = ParamStore(replay_api)
     samples: deque[Future[SampleBatch]] = deque()  # prefetched batches, oldest first
