@@ -85,6 +85,24 @@ def unsupported(what: str, node: Any) -> NativeUnsupported:
     return NativeUnsupported(msg, loc.file, loc.line, loc.col)
 
 
+def _lookahead_width(t: ir.Type, node: Any) -> int:
+    """Bits a lookahead of `t` reads: the sum of its (nested) fields' wire widths."""
+    if isinstance(t, (ir.Struct, ir.Header)):
+        return sum(_lookahead_width(ft, node) for _, ft in t.fields)
+    if isinstance(t, (ir.Bits, ir.Bool)):
+        return ir.wire_width(t)
+    raise unsupported(f"lookahead of a value with a {type(t).__name__} field", node)
+
+
+def _look_cast(x: ir.Expr, t: ir.Type) -> ir.Expr:
+    """Unsigned bits read from the packet as a value of type t (bool, int<W> or bit<W>)."""
+    if isinstance(t, ir.Bool):
+        return ir.Cast(x, ir.BOOL)
+    if isinstance(t, ir.Bits) and t.signed:
+        return ir.Cast(x, t)
+    return x
+
+
 @dataclass
 class _Init:
     """A struct/header initializer not yet stored anywhere: (field name, V) pairs."""
@@ -1346,26 +1364,51 @@ class Lower(_Build):
             self.emit(em, ir.Extract(self.to_ir(h, target), ht, bits, union=self.union_of(target, scope)), e)
             return V("None", T.VOID)
         if method == "lookahead":
-            t = self.resolve_type(e.type_args[0], scope)
-            if isinstance(t, T.BitT):
-                return V(ir.Lookahead(t.width, self.irt(t, e)), t)
-            if isinstance(t, T.BoolT):
-                return V(ir.Cast(ir.Lookahead(1, ir.Bits(1)), ir.BOOL), t)
-            if isinstance(t, T.StructLikeT) and t.is_header:
-                ht = self.irt(t, e)
-                assert isinstance(ht, ir.Header)
-                if ht.has_varbit:
-                    raise unsupported("lookahead of a header with a varbit field", e)
-                tmp = self.local("look", t, em, e)
-                self.emit(em, ir.LookaheadHeader(tmp, ht), e)
-                return V(tmp, t)
-            raise unsupported(f"lookahead of {t}", e)
+            return self.lookahead(self.resolve_type(e.type_args[0], scope), e, em)
         if method == "advance":
             self.emit(em, ir.Advance(self.size_arg(e.args[0].value, scope, em)), e)
             return V("None", T.VOID)
         if method == "length":
             return V(ir.PacketLength(), T.BitT(32))
         raise unsupported(f"packet_in.{method}", e)
+
+    def lookahead(self, t: T.Type, e: A.Call, em: Any) -> V:
+        """`pkt.lookahead<t>()` (P4-16 v1.2.4 section 12.8.3): the next bits of the packet, the
+        cursor left where it is; PacketTooShort when the packet ends first. A header comes back
+        valid; a struct is read as one bit string cut into its fields in declaration order
+        (nested structs and headers too, each header valid), as p4c's bmv2 back end does."""
+        it = self.irt(t, e)
+        if isinstance(it, ir.Header) and not it.has_varbit:
+            tmp = self.local("look", t, em, e)
+            self.emit(em, ir.LookaheadHeader(tmp, it), e)
+            return V(tmp, t)
+        if isinstance(it, ir.Struct):
+            width = _lookahead_width(it, e)
+            tmp = self.local("look", t, em, e)
+            if width:
+                bits = ir.Var(self.uniq("l_lookbits"), ir.Bits(width))
+                self.emit(em, ir.Declare(bits, ir.Lookahead(width, bits.type)), e)
+                self.split_bits(tmp, it, bits, width, em, e)
+            return V(tmp, t)
+        if isinstance(it, (ir.Bits, ir.Bool)):
+            return V(_look_cast(ir.Lookahead(ir.wire_width(it), ir.Bits(ir.wire_width(it))), it), t)
+        raise unsupported(f"lookahead of {t}", e)  # the type check refuses these first
+
+    def split_bits(self, dest: ir.Expr, t: ir.Struct | ir.Header, bits: ir.Var, top: int,
+                   em: Any, node: Any) -> int:
+        """Assign the fields of `dest` (a struct or header) from `bits`, the first field from
+        bit `top - 1` down; a header also becomes valid. Returns the bit below the last field."""
+        if isinstance(t, ir.Header):
+            self.emit(em, ir.SetValid(dest, True), node)
+        for n, ft in t.fields:
+            m = ir.Member(dest, n, ft)
+            if isinstance(ft, (ir.Struct, ir.Header)):
+                top = self.split_bits(m, ft, bits, top, em, node)
+                continue
+            w = ir.wire_width(ft)
+            self.emit(em, ir.Assign(m, _look_cast(ir.Slice(bits, top - 1, top - w, ir.Bits(w)), ft)), node)
+            top -= w
+        return top
 
     def emit_value(self, x: ir.Expr, t: T.Type, em: Any, node: Any) -> None:
         if isinstance(t, T.StructLikeT):

@@ -215,13 +215,12 @@ def packet_in_method(cp: Compiler, pkt: V, method: str, e: A.Call, scope: Scope,
         if len(e.type_args) != 1 or e.args:
             raise err("lookahead takes one type argument and no arguments", e)
         t = cp.resolve_type(e.type_args[0], scope)
-        if isinstance(t, T.BitT):
-            return V("", t)
-        if isinstance(t, T.BoolT):
-            return V("", t)
-        if isinstance(t, T.StructLikeT) and t.is_header:
-            return V("", t)
-        raise err(f"lookahead of type {t} is not supported", e)
+        problem = lookahead_problem(t, str(t))
+        if problem is not None:
+            where = e.type_args[0] if getattr(e.type_args[0], "loc", None) is not None else e
+            raise err(f"lookahead<{t}> is not supported: {problem}; T must be fixed-width: bit<W>, "
+                      "int<W>, bool, a serializable enum, or a header or struct of those", where)
+        return V("", t)
     if method == "advance":
         if len(e.args) != 1:
             raise err("advance takes one argument", e)
@@ -230,6 +229,32 @@ def packet_in_method(cp: Compiler, pkt: V, method: str, e: A.Call, scope: Scope,
     if method == "length":
         return V("", T.BitT(32))
     raise err(f"packet_in has no method {method}", e)
+
+
+def lookahead_problem(t: T.Type, what: str) -> str | None:
+    """Why `lookahead<t>()` cannot be read from a packet (None: it can). P4-16 v1.2.4 section
+    12.8.3 asks for a fixed-width type; as p4c's bmv2 back end (ExpandLookahead), a struct or
+    header is read field by field in declaration order, nested ones included. `what` names t
+    (a field path) in the answer."""
+    if T.serial_width(t) is not None:
+        return None  # bit<W>, int<W>, bool, a serializable enum (typedefs already resolved)
+    if isinstance(t, T.StructLikeT) and t.kind in ("header", "struct"):
+        for n, ft in t.fields:
+            if isinstance(ft, T.VarbitT):
+                return f"{what}.{n} is a varbit"
+            problem = lookahead_problem(ft, f"{what}.{n}")
+            if problem is not None:
+                return problem
+        return None
+    if isinstance(t, T.StructLikeT):
+        return f"{what} is a header_union"
+    if isinstance(t, T.StackT):
+        return f"{what} is a header stack"
+    if isinstance(t, T.VarbitT):
+        return f"{what} is a varbit"
+    if isinstance(t, T.IntT):
+        return f"{what} is an integer of unknown width"
+    return f"{what} has no fixed width"
 
 
 def packet_out_method(cp: Compiler, pkt: V, method: str, e: A.Call, scope: Scope, em: Emitter) -> V:
