@@ -10,6 +10,7 @@ maps them to gRPC status codes through `code`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
@@ -114,6 +115,16 @@ class SwitchAPI(Protocol):
     def meter_set_config(
         self, name: str, index: int, cir: int, cburst: int, pir: int, pburst: int
     ) -> None: ...
+
+    # parser value sets: each member maps the value set's match fields (ValueSetInfo.match_fields,
+    # by name) to a Match, as a TableEntry's match does (a missing field is a wildcard, except an
+    # exact one). A member matches a select key when every field does (exact: equal; ternary:
+    # equal under the mask; lpm and optional as masks; a range only as one value or all values).
+    # Writing replaces all members at once (an empty list empties the set; on an error nothing
+    # changes): more than the declared size raises ResourceExhausted, a member given twice
+    # AlreadyExists, a value wider than its field SwitchError. Reading gives the members as written.
+    def value_set_write(self, name: str, members: Sequence[Mapping[str, Match]]) -> None: ...
+    def value_set_read(self, name: str) -> list[dict[str, Match]]: ...
 
     # packet replication engine
     def mc_group_set(self, group_id: int, replicas: list[Replica]) -> None: ...  # create or replace

@@ -27,7 +27,7 @@ from p4compiler.python_backend.types import serial_width
 from softswitch import api
 from softswitch.api import CloneSession, NotFound, Replica, SwitchError, check_ingress_port
 from softswitch.switch import Switch
-from softswitch.tables import Table
+from softswitch.tables import Table, ValueSet
 
 log = logging.getLogger("softswitch")
 
@@ -114,6 +114,10 @@ class NativeSwitch(Switch):
             self.info = program.info
             self.native = native
             self.ffi, self.lib = native.ffi, native.lib
+            # looked up now, not in __del__: a garbage collection inside cffi's lazy symbol lookup
+            # (another switch's load) runs __del__ there, and a first lookup would then wait on
+            # the FFI's lock, which that thread already holds, for ever
+            self._ss_stop, self._ss_switch_free = native.lib.ss_stop, native.lib.ss_switch_free
             m = native.manifest
             self.manifest = m
             self._action_no = {a["name"]: i for i, a in enumerate(m["actions"])}
@@ -131,7 +135,11 @@ class NativeSwitch(Switch):
                         "loading the program")
             # control-plane state kept in Python, as the Python backend keeps it
             self.registers, self.counters, self.meters, self.direct_meters = {}, {}, {}, {}
-            self.value_sets = {}
+            # value sets: checked and read back through these mirrors, matched in C
+            self.value_sets = {
+                v.name: ValueSet(v.name, v.size, v.match_fields) for v in program.info.value_sets
+            }
+            self._vs_no = {v["name"]: i for i, v in enumerate(m.get("value_sets", []))}
             self.mc: dict[int, list[Replica]] = {}
             self.sessions: dict[int, CloneSession] = {}
             self._pending_digests = []
@@ -203,7 +211,7 @@ class NativeSwitch(Switch):
     def _free(self) -> None:
         if getattr(self, "_sw", None) is not None:
             self.stop()
-            self.lib.ss_switch_free(self._sw)
+            self._ss_switch_free(self._sw)
             self._sw = None
 
     def close(self) -> None:
@@ -375,6 +383,22 @@ class NativeSwitch(Switch):
                 raise SwitchError("meter peak rate must be at least the committed rate")
             self._check(self.lib.ss_meter_config(self._sw, no, index, cir, cburst, pir, pburst),
                         f"meter {name}")
+
+    def value_set_write(self, name: str, members: Sequence[Mapping[str, api.Match]]) -> None:
+        with self.lock:
+            vs = self._get(self.value_sets, "value set", name)
+            norm = vs.normalize(members)
+            vals: list[int] = []
+            masks: list[int] = []
+            for values, mks in norm:  # a field wider than 64 bits: its limbs, as the select key
+                for v, mk, f in zip(values, mks, vs.fields, strict=True):
+                    vals.extend(wide.split(v, f.bitwidth))
+                    masks.extend(wide.split(mk, f.bitwidth))
+            self._check(self.lib.ss_value_set_replace(self._sw, self._vs_no[name], len(norm),
+                                                      self.ffi.new("uint64_t[]", vals or [0]),
+                                                      self.ffi.new("uint64_t[]", masks or [0])),
+                        f"the members of value set {name}")
+            vs.write(members)
 
     # ------------------------------------------------------------------ packet replication engine
     def mc_group_set(self, group_id: int, replicas: list[Replica]) -> None:
@@ -554,7 +578,7 @@ class NativeSwitch(Switch):
                         log.warning("waiting for a packet-in/digest handler to return before stopping the "
                                     "switch")
                         poller.join()
-            self.lib.ss_stop(self._sw)
+            self._ss_stop(self._sw)
             self._started = False
 
     def stats(self) -> dict[str, int]:

@@ -10,9 +10,10 @@ What it implements, following the P4Runtime specification (1.3/1.4):
   RECONCILE_AND_COMMIT) and GetForwardingPipelineConfig (all response types).
 * Write (primary only): table entries (with default entries and direct counter data),
   multicast groups, clone sessions, registers, counters, direct counters, meters, digest
-  configs. A failed batch is reported the standard way: gRPC UNKNOWN whose
-  `grpc-status-details-bin` trailer holds a google.rpc.Status with one p4.v1.Error per update
-  (what p4runtime-shell and other clients decode).
+  configs, parser value sets (ValueSetEntry: only MODIFY, which replaces the members). A failed
+  batch is reported the standard way: gRPC UNKNOWN whose `grpc-status-details-bin` trailer holds
+  a google.rpc.Status with one p4.v1.Error per update (what p4runtime-shell and other clients
+  decode).
 * Read: the same entities, with wildcards.
 
 Numbers on the wire are P4Runtime bytestrings: `bytes_to_int` accepts canonical and padded
@@ -146,6 +147,16 @@ class _TableMeta:
 
 
 @dataclass
+class _ValueSetMeta:
+    id: int
+    name: str
+    fields: list[_FieldMeta]  # in P4Info order: the order of the value set type's fields
+    fields_by_id: dict[int, _FieldMeta]
+    fields_by_name: dict[str, _FieldMeta]
+    size: int
+
+
+@dataclass
 class _ActionMeta:
     id: int
     name: str
@@ -171,6 +182,7 @@ class _Index:
         self.digest_ids: dict[str, int] = {}
         self.packet_in: list[tuple[int, str, int]] = []  # (id, name, bitwidth)
         self.packet_out: dict[int, tuple[str, int]] = {}
+        self.value_sets: dict[int, _ValueSetMeta] = {}
         for a in p4info.actions:
             params = {p.id: (p.name, p.bitwidth) for p in a.params}
             self.actions[a.preamble.id] = _ActionMeta(
@@ -204,6 +216,18 @@ class _Index:
                 idle_timeout=t.idle_timeout_behavior == p4info_pb2.Table.NOTIFY_CONTROL,
             )
             self.table_ids[t.preamble.name] = t.preamble.id
+        for vs in p4info.value_sets:
+            fields = [
+                _FieldMeta(mf.id, mf.name, mf.bitwidth, mf.match_type, mf.other_match_type) for mf in vs.match
+            ]
+            self.value_sets[vs.preamble.id] = _ValueSetMeta(
+                vs.preamble.id,
+                vs.preamble.name,
+                fields,
+                {f.id: f for f in fields},
+                {f.name: f for f in fields},
+                vs.size,
+            )
         for r in p4info.registers:
             spec = r.type_spec
             width = (
@@ -233,6 +257,14 @@ class _Index:
                 grpc.StatusCode.NOT_FOUND, f"table id {table_id} is not in the P4Info"
             ) from None
 
+    def value_set(self, value_set_id: int) -> _ValueSetMeta:
+        try:
+            return self.value_sets[value_set_id]
+        except KeyError:
+            raise RequestError(
+                grpc.StatusCode.NOT_FOUND, f"value set id {value_set_id} is not in the P4Info"
+            ) from None
+
     def action(self, action_id: int) -> _ActionMeta:
         try:
             return self.actions[action_id]
@@ -255,6 +287,9 @@ class _Index:
             )
         for a in self.actions.values():
             sig.add(("action", a.id, a.name, tuple(sorted(a.params_by_id.items()))))
+        for v in self.value_sets.values():
+            fields = tuple(sorted((f.id, f.name, f.bitwidth, f.match_type) for f in v.fields_by_id.values()))
+            sig.add(("value_set", v.id, v.name, v.size, fields))
         for kind, d in (
             ("register", self.registers),
             ("counter", self.counters),
@@ -288,6 +323,13 @@ def _check_program_matches(info, index: _Index) -> None:
         for name, width in a.params_by_id.values():
             if prog.get(name) != width:
                 raise _invalid(f"P4Info parameter {name!r} of action {a.name!r} does not match the program")
+    value_sets = {v.name: v for v in info.value_sets}
+    for v in index.value_sets.values():
+        if v.name not in value_sets:
+            raise _invalid(f"P4Info value set {v.name!r} is not in the program")
+        # by position: p4c leaves the one field of a value_set<bit<W>> unnamed
+        if [f.bitwidth for f in v.fields] != [mf.bitwidth for mf in value_sets[v.name].match_fields]:
+            raise _invalid(f"P4Info match fields of value set {v.name!r} do not match the program")
     for kind, names in (
         ("register", {r.name for r in info.registers}),
         ("counter", {c.name for c in info.counters}),
@@ -750,6 +792,8 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         for c in sw.info.counters:
             for i in range(c.size):
                 sw.counter_write(c.name, i, 0, 0)
+        for v in sw.info.value_sets:
+            sw.value_set_write(v.name, [])
         self._entry_extra.clear()
         self._meter_configs.clear()
 
@@ -778,6 +822,14 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
             new.mc_group_set(gid, replicas)
         for session in old.clone_sessions().values():
             new.clone_session_set(session)
+        new_vsets = {v.name for v in new.info.value_sets}
+        for v in old.info.value_sets:
+            if v.name not in new_vsets:
+                continue
+            try:
+                new.value_set_write(v.name, old.value_set_read(v.name))
+            except SwitchError as err:
+                log.info("reconcile: dropping the members of value set %s: %s", v.name, err)
         new_regs = {(r.name, r.bitwidth, r.size) for r in new.info.registers}
         for r in old.info.registers:
             if (r.name, r.bitwidth, r.size) in new_regs:
@@ -844,6 +896,8 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
             self._write_meter(update.type, update.entity.meter_entry)
         elif kind == "digest_entry":
             self._write_digest(update.type, update.entity.digest_entry)
+        elif kind == "value_set_entry":
+            self._write_value_set(update.type, update.entity.value_set_entry)
         elif kind is None:
             raise _invalid("update has no entity")
         else:
@@ -856,13 +910,16 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         except ValueError as e:
             raise _invalid(str(e)) from None
 
-    def _parse_match(self, table: _TableMeta, matches: Iterable) -> dict[str, api.Match]:
+    def _parse_match(
+        self, table: _TableMeta | _ValueSetMeta, matches: Iterable, owner: str = "table"
+    ) -> dict[str, api.Match]:
+        """FieldMatch messages of a table entry (or of a value set member: owner "value set")."""
         MF = p4info_pb2.MatchField
         out: dict[str, api.Match] = {}
         for fm in matches:
             f = table.fields_by_id.get(fm.field_id)
             if f is None:
-                raise _invalid(f"table {table.name!r} has no match field with id {fm.field_id}")
+                raise _invalid(f"{owner} {table.name!r} has no match field with id {fm.field_id}")
             if f.name in out:
                 raise _invalid(f"match field {f.name!r} appears twice")
             kind = fm.WhichOneof("field_match_type")
@@ -913,7 +970,7 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
                 )
         for f in table.fields_by_id.values():
             if f.match_type == MF.EXACT and f.name not in out:
-                raise _invalid(f"exact match field {f.name!r} of table {table.name!r} is missing")
+                raise _invalid(f"exact match field {f.name!r} of {owner} {table.name!r} is missing")
         return out
 
     def _parse_action(self, table: _TableMeta, action, default: bool) -> tuple[str, dict[str, int]]:
@@ -1105,6 +1162,51 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
             self._pipeline.switch.meter_set_config(name, i, c.cir, c.cburst, c.pir, c.pburst)
             self._meter_configs[(name, i)] = c
 
+    def _write_value_set(self, utype: int, e) -> None:
+        """P4Runtime 1.4 "ValueSetEntry": only MODIFY, which replaces all members (none empties
+        the set); more members than the P4Info size is RESOURCE_EXHAUSTED, a repeated member
+        ALREADY_EXISTS."""
+        if utype != p4runtime_pb2.Update.MODIFY:
+            raise _invalid("a value set can only be modified: MODIFY replaces its members")
+        vs = self._index().value_set(e.value_set_id)
+        if len(e.members) > vs.size:
+            raise RequestError(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"value set {vs.name!r} holds at most {vs.size} member(s); {len(e.members)} given",
+            )
+        names = self._vs_names(vs)
+        members = []
+        for i, m in enumerate(e.members):
+            try:
+                match = self._parse_match(vs, m.match, "value set")
+            except RequestError as err:
+                raise RequestError(err.code, f"member {i}: {err.message}") from None
+            members.append({names.get(k, k): v for k, v in match.items()})
+        self._pipeline.switch.value_set_write(vs.name, members)
+
+    def _vs_names(self, vs: _ValueSetMeta) -> dict[str, str]:
+        """P4Info field name -> the switch's field name, matched by position (p4c's P4Info
+        leaves the one field of a value_set<bit<W>> unnamed; the switch names it)."""
+        prog = next((v for v in self._pipeline.switch.info.value_sets if v.name == vs.name), None)
+        if prog is None:
+            return {f.name: f.name for f in vs.fields}
+        return {f.name: mf.name for f, mf in zip(vs.fields, prog.match_fields, strict=False)}
+
+    def _read_value_sets(self, req) -> Iterator[p4runtime_pb2.Entity]:
+        sw = self._pipeline.switch
+        index = self._index()
+        if req.value_set_id == 0:
+            vsets = list(index.value_sets.values())
+        else:
+            vsets = [index.value_set(req.value_set_id)]
+        for vs in vsets:
+            out = p4runtime_pb2.Entity()
+            out.value_set_entry.value_set_id = vs.id
+            by_switch_name = {sn: vs.fields_by_name[pn] for pn, sn in self._vs_names(vs).items()}
+            for member in sw.value_set_read(vs.name):
+                self._matches_to_proto(by_switch_name, member, out.value_set_entry.members.add().match)
+            yield out
+
     def _write_digest(self, utype: int, e) -> None:
         U = p4runtime_pb2.Update
         if e.digest_id not in self._index().digests:
@@ -1154,6 +1256,8 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
             yield from self._read_direct_counters(entity.direct_counter_entry)
         elif kind == "meter_entry":
             yield from self._read_meters(entity.meter_entry)
+        elif kind == "value_set_entry":
+            yield from self._read_value_sets(entity.value_set_entry)
         elif kind == "digest_entry":
             for did, cfg in self._digest_configs.items():
                 if entity.digest_entry.digest_id in (0, did):
@@ -1166,14 +1270,16 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         else:
             raise RequestError(grpc.StatusCode.UNIMPLEMENTED, f"reading {kind} is not supported")
 
-    def _entry_to_proto(self, table: _TableMeta, e: api.TableEntry, out: p4runtime_pb2.TableEntry) -> None:
+    @staticmethod
+    def _matches_to_proto(fields_by_name: dict[str, _FieldMeta], match: dict[str, api.Match], out) -> None:
+        """A match (field name -> Match) as FieldMatch messages in the empty repeated field
+        `out`, in field id order, don't-care fields left out."""
         MF = p4info_pb2.MatchField
-        out.table_id = table.id
-        for fname, m in e.match.items():
-            f = table.fields_by_name.get(fname)
+        for fname, m in match.items():
+            f = fields_by_name.get(fname)
             if f is None or _is_dont_care(m, f.bitwidth):
                 continue
-            fm = out.match.add(field_id=f.id)
+            fm = out.add(field_id=f.id)
             if isinstance(m, api.Exact):
                 fm.exact.value = int_to_bytes(m.value)
             elif isinstance(m, api.Lpm):
@@ -1181,8 +1287,8 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
                 fm.lpm.prefix_len = m.prefix_len
             elif isinstance(m, api.Ternary):
                 if f.match_type == MF.OPTIONAL:  # a const entry's optional given as value &&& mask
-                    del out.match[-1]
-                    out.match.add(field_id=f.id).optional.value = int_to_bytes(m.value)
+                    del out[-1]
+                    out.add(field_id=f.id).optional.value = int_to_bytes(m.value)
                     continue
                 fm.ternary.value = int_to_bytes(m.value)
                 fm.ternary.mask = int_to_bytes(m.mask)
@@ -1191,7 +1297,11 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
                 fm.range.high = int_to_bytes(m.high)
             elif isinstance(m, api.Optional_):
                 fm.optional.value = int_to_bytes(m.value)
-        out.match.sort(key=lambda fm: fm.field_id)
+        out.sort(key=lambda fm: fm.field_id)
+
+    def _entry_to_proto(self, table: _TableMeta, e: api.TableEntry, out: p4runtime_pb2.TableEntry) -> None:
+        out.table_id = table.id
+        self._matches_to_proto(table.fields_by_name, e.match, out.match)
         self._action_to_proto(e.action, e.args, out.action.action)
         out.priority = e.priority
         out.is_const = e.is_const

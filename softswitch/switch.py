@@ -59,7 +59,8 @@ class _Runtime:
         return self.sw._make_table(name)
 
     def value_set(self, name: str, size: int) -> ValueSet:
-        vs = ValueSet(name, size)
+        fields = next((v.match_fields for v in self.sw.info.value_sets if v.name == name), [])
+        vs = ValueSet(name, size, fields)
         self.sw.value_sets[name] = vs
         return vs
 
@@ -231,6 +232,14 @@ class Switch:
     def meter_set_config(self, name: str, index: int, cir: int, cburst: int, pir: int, pburst: int) -> None:
         with self.lock:
             self._get(self.meters, "meter", name).set_config(index, cir, cburst, pir, pburst)
+
+    def value_set_write(self, name: str, members: Sequence[Mapping[str, api.Match]]) -> None:
+        with self.lock:
+            self._get(self.value_sets, "value set", name).write(members)
+
+    def value_set_read(self, name: str) -> list[dict[str, api.Match]]:
+        with self.lock:
+            return self._get(self.value_sets, "value set", name).read()
 
     # ------------------------------------------------------------------ packet replication engine
     def mc_group_set(self, group_id: int, replicas: list[Replica]) -> None:

@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from p4compiler.model import TableInfo
+from p4compiler.model import MatchField, TableInfo
 from softswitch import api
-from softswitch.api import AlreadyExists, NotFound, PermissionDenied, ResourceExhausted, SwitchError
+from softswitch.api import (
+    AlreadyExists,
+    NotFound,
+    PermissionDenied,
+    ResourceExhausted,
+    SwitchError,
+    Unimplemented,
+)
 
 NEEDS_PRIORITY = {"ternary", "range", "optional"}
 
@@ -420,13 +428,118 @@ class DirectMeter(Meter):
 
 
 class ValueSet:
-    def __init__(self, name: str, size: int):
+    """A parser value set (`value_set<T>(size)`): up to `size` members, each a value and mask per
+    key field (the match fields of its P4Info entry, in select-key order). A key tuple matches
+    when, for some member, every field masked equals that member's value (P4Runtime's
+    ValueSetMember semantics; bmv2's parse_vset). Starts empty: matches nothing."""
+
+    def __init__(self, name: str, size: int, fields: list[MatchField] | None = None):
         self.name = name
         self.size = size
-        self.members: list[tuple[tuple, tuple]] = []  # (values, masks)
+        self.fields = list(fields or [])
+        self.members: list[tuple[tuple, tuple]] = []  # (values, masks), values already masked
+        self._given: list[dict[str, api.Match]] = []  # as written, for reading back
 
     def match(self, k: tuple) -> bool:
         for vals, masks in self.members:
             if all((a & m) == v for a, v, m in zip(k, vals, masks, strict=False)):
                 return True
         return False
+
+    def normalize(self, members: Sequence[Mapping[str, api.Match]]) -> list[tuple[tuple, tuple]]:
+        """Check `members` (each maps field names to a Match; a missing field is a wildcard,
+        except an exact one) and return them as (values, masks), values masked. Raises
+        ResourceExhausted beyond `size` members, AlreadyExists for a member given twice and
+        SwitchError (NotFound for an unknown field) for anything else."""
+        if len(members) > self.size:
+            raise ResourceExhausted(
+                f"value set {self.name} holds at most {self.size} member(s); {len(members)} given")
+        names = [f.name for f in self.fields]
+        out: list[tuple[tuple, tuple]] = []
+        seen: set[tuple[tuple, tuple]] = set()
+        for i, member in enumerate(members):
+            if not isinstance(member, Mapping):
+                raise SwitchError(f"member {i} of value set {self.name}: expected a mapping of field "
+                                  f"names to matches, got {type(member).__name__}")
+            unknown = set(member) - set(names)
+            if unknown:
+                raise NotFound(f"value set {self.name} has no field {sorted(unknown)[0]!r} "
+                               f"(fields: {', '.join(names)})")
+            vals, masks = [], []
+            for f in self.fields:
+                v, m = self._field(f, member.get(f.name), i)
+                vals.append(v & m)
+                masks.append(m)
+            key = (tuple(vals), tuple(masks))
+            if key in seen:
+                raise AlreadyExists(f"member {i} of value set {self.name} repeats an earlier member")
+            seen.add(key)
+            out.append(key)
+        return out
+
+    # what each match kind accepts (as Table._normalize): the kind's own Match, or Exact
+    _ACCEPTS: dict[str, tuple[type, ...]] = {
+        "exact": (api.Exact,),
+        "ternary": (api.Exact, api.Optional_, api.Ternary),
+        "optional": (api.Exact, api.Optional_, api.Ternary),
+        "lpm": (api.Exact, api.Lpm),
+        "range": (api.Exact, api.Range),
+    }
+
+    def _field(self, f: MatchField, m: api.Match | None, i: int) -> tuple[int, int]:
+        """One field of member i as (value, mask)."""
+        w, kind = f.bitwidth, f.match_type
+        full = (1 << w) - 1
+        what = f"field {f.name!r} of member {i} of value set {self.name}"
+        if m is None:
+            if kind == "exact":
+                raise SwitchError(f"{what} is exact and needs a value")
+            return 0, 0  # a wildcard
+        if kind not in self._ACCEPTS:
+            raise Unimplemented(f"{what}: match kind {kind} is not supported (only a wildcard)")
+        if not isinstance(m, self._ACCEPTS[kind]):
+            raise SwitchError(f"{what} is {kind} and cannot take {m!r}")
+
+        def fits(v: int, part: str = "value") -> int:
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0 or v >> w:
+                raise SwitchError(f"{what}: {part} {v!r} does not fit in {w} bits")
+            return v
+
+        if isinstance(m, (api.Exact, api.Optional_)):
+            return fits(m.value), full
+        if isinstance(m, api.Ternary):
+            value, mask = fits(m.value), fits(m.mask, "mask")
+            if kind == "optional" and mask not in (0, full):
+                raise SwitchError(f"{what} is optional: it takes an exact value or a wildcard")
+            if value & ~mask:
+                raise SwitchError(f"{what}: value {value:#x} has bits set outside mask {mask:#x}")
+            return value, mask
+        if isinstance(m, api.Lpm):
+            value = fits(m.value)
+            if not 0 <= m.prefix_len <= w:
+                raise SwitchError(f"{what}: prefix length {m.prefix_len} is outside 0..{w}")
+            mask = full ^ ((1 << (w - m.prefix_len)) - 1)
+            if value & ~mask:
+                raise SwitchError(f"{what}: value {value:#x} has bits set beyond the /{m.prefix_len} prefix")
+            return value, mask
+        assert isinstance(m, api.Range)
+        low, high = fits(m.low, "low"), fits(m.high, "high")
+        if low > high:
+            raise SwitchError(f"{what}: range low {low} is greater than high {high}")
+        if low == 0 and high == full:
+            return 0, 0
+        if low == high:
+            return low, full
+        raise Unimplemented(f"{what}: a range other than one value or all values cannot be matched "
+                            f"by a value set (its members are values and masks)")
+
+    def write(self, members: Sequence[Mapping[str, api.Match]]) -> list[tuple[tuple, tuple]]:
+        """Replace all members (checked first: on an error nothing changes); the normalized
+        members are returned."""
+        norm = self.normalize(members)
+        self.members = norm
+        self._given = [dict(m) for m in members]
+        return norm
+
+    def read(self) -> list[dict[str, api.Match]]:
+        return [dict(m) for m in self._given]

@@ -16,6 +16,7 @@ from pathlib import Path
 import grpc
 import pytest
 from google.rpc import code_pb2, status_pb2
+from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from p4compiler.p4info import build_p4info, p4info_to_text
@@ -597,6 +598,129 @@ def test_server_built_on_a_switch_streams_digests(backend):
         assert err.canonical_code == code_pb2.INVALID_ARGUMENT and "99" in err.message
         assert err.packet_out.packet_out.payload == b"x"
         _still_serving(port)
+    finally:
+        client.close()
+        server.stop()
+
+
+# --- parser value sets (ValueSetEntry) ---------------------------------------------------
+
+VALUE_SET_P4 = Path(__file__).parent / "p4" / "value_set.p4"
+
+
+def _vs_frame(etype: int, a: int = 0, b: int = 0) -> bytes:
+    return bytes.fromhex("000000000001000000000002") + etype.to_bytes(2, "big") + bytes([a]) + \
+        b.to_bytes(2, "big") + bytes(10) + b"payload"
+
+
+def _vs_update(vs_id: int, *members: list[tuple], utype=p4runtime_pb2.Update.MODIFY) -> p4runtime_pb2.Update:
+    """A ValueSetEntry update; each member a list of (field id, value bytes[, mask bytes])."""
+    upd = p4runtime_pb2.Update(type=utype)
+    entry = upd.entity.value_set_entry
+    entry.value_set_id = vs_id
+    for member in members:
+        m = entry.members.add()
+        for fid, value, *mask in member:
+            fm = m.match.add(field_id=fid)
+            if mask:
+                fm.ternary.value, fm.ternary.mask = value, mask[0]
+            else:
+                fm.exact.value = value
+    return upd
+
+
+def test_value_set_entry_write_read_and_errors(backend):
+    """tests/p4/value_set.p4 behind a real server: MODIFY writes a value set's members (which
+    decide the parser's select, exact and ternary members), a later MODIFY replaces them, Read
+    gives them back; INSERT and DELETE, too many members, duplicates and bad fields are refused
+    with the codes the P4Runtime spec gives, and leave the members as they were."""
+    sw = create_switch(compile_file(str(VALUE_SET_P4)), backend.kind, cpu_port=CPU_PORT)
+    server = P4RuntimeServer(sw)
+    port = server.start("127.0.0.1:0")
+    client = RawClient(port, election_id=1)
+
+    def out_port(data: bytes) -> int:
+        with server.lock:
+            ((p, out),) = sw.process_packet(0, data)
+        return p if p == 2 else out[26]  # tag.res: 1 | 2 when (a, b) is in pairs
+
+    def read(vs_id: int) -> list[p4runtime_pb2.ValueSetEntry]:
+        req = p4runtime_pb2.ReadRequest(device_id=1)
+        req.entities.add().value_set_entry.value_set_id = vs_id
+        return [e.value_set_entry for resp in client.stub.Read(req) for e in resp.entities]
+
+    try:
+        assert client.next().arbitration.status.code == code_pb2.OK
+        Get = p4runtime_pb2.GetForwardingPipelineConfigRequest
+        p4info = client.stub.GetForwardingPipelineConfig(
+            Get(device_id=1, response_type=Get.P4INFO_AND_COOKIE)).config.p4info
+        vsets = {v.preamble.name: v for v in p4info.value_sets}
+        assert set(vsets) == {"MyParser.etypes", "MyParser.pairs", "MyParser.wides"}
+        pairs = vsets["MyParser.pairs"]
+        assert pairs.size == 2
+        assert [(m.id, m.name, m.bitwidth, m.match_type) for m in pairs.match] == [
+            (1, "a", 8, p4info_pb2.MatchField.EXACT), (2, "b", 16, p4info_pb2.MatchField.TERNARY)]
+        etypes, pairs_id = vsets["MyParser.etypes"].preamble.id, pairs.preamble.id
+        assert vsets["MyParser.etypes"].size == 4 and vsets["MyParser.etypes"].match[0].bitwidth == 16
+
+        assert [len(e.members) for e in read(etypes)] == [0]
+        assert out_port(_vs_frame(0x22F3)) == 2  # empty: the select falls to default
+        client.write(_vs_update(etypes, [(1, b"\x22\xf3")], [(1, b"\x89\x3b")]))
+        assert out_port(_vs_frame(0x22F3)) == 1 and out_port(_vs_frame(0x893B)) == 1
+        assert out_port(_vs_frame(0x0800)) == 2
+        (entry,) = read(etypes)
+        assert entry.value_set_id == etypes
+        assert [[(fm.field_id, fm.exact.value) for fm in m.match] for m in entry.members] == [
+            [(1, b"\x22\xf3")], [(1, b"\x89\x3b")]]
+
+        # ternary: (a == 5, b == 0x12**), and a member with b left out (don't care)
+        client.write(_vs_update(pairs_id, [(1, b"\x05"), (2, b"\x12\x00", b"\xff\x00")], [(1, b"\x07")]))
+        assert out_port(_vs_frame(0x22F3, 5, 0x1234)) == 3 and out_port(_vs_frame(0x22F3, 5, 0x1334)) == 1
+        assert out_port(_vs_frame(0x22F3, 7, 0xFFFF)) == 3 and out_port(_vs_frame(0x22F3, 6, 0x1234)) == 1
+        (entry,) = read(pairs_id)
+        m0, m1 = entry.members
+        assert [fm.field_id for fm in m0.match] == [1, 2] and m0.match[1].ternary.mask == b"\xff\x00"
+        assert [fm.field_id for fm in m1.match] == [1]
+
+        # MODIFY replaces: 0x22f3 and 0x893b stop matching
+        client.write(_vs_update(etypes, [(1, b"\x08\x00")]))
+        assert out_port(_vs_frame(0x22F3)) == 2 and out_port(_vs_frame(0x893B)) == 2
+        assert out_port(_vs_frame(0x0800, 5, 0x1200)) == 3
+
+        U = p4runtime_pb2.Update
+        bad = [
+            _vs_update(etypes, [(1, b"\x00\x01")], utype=U.INSERT),
+            _vs_update(etypes, utype=U.DELETE),
+            _vs_update(etypes, *[[(1, bytes([0, i]))] for i in range(5)]),  # size 4
+            _vs_update(etypes, [(1, b"\x00\x01")], [(1, b"\x00\x01")]),  # a duplicate
+            _vs_update(0x03FFFFFF, [(1, b"\x00\x01")]),
+            _vs_update(etypes, [(1, b"\x01\x00\x00")]),  # 17 bits
+            _vs_update(etypes, [(1, b"\x00\x01", b"\xff\xff")]),  # ternary on an exact field
+            _vs_update(pairs_id, [(2, b"\x12\x00", b"\xff\x00")]),  # exact field a missing
+            _vs_update(pairs_id, [(1, b"\x01"), (2, b"\x00\x01", b"\x00\x00")]),  # mask 0: omit it
+            _vs_update(pairs_id, [(3, b"\x01")]),
+        ]
+        with pytest.raises(grpc.RpcError) as err:
+            client.write(*bad)
+        errs = details(err.value)
+        assert [code_pb2.Code.Name(e.canonical_code) for e in errs] == [
+            "INVALID_ARGUMENT", "INVALID_ARGUMENT", "RESOURCE_EXHAUSTED", "ALREADY_EXISTS", "NOT_FOUND",
+        ] + ["INVALID_ARGUMENT"] * 5
+        assert "only be modified" in errs[0].message and "at most 4" in errs[2].message
+        assert "repeats" in errs[3].message and "does not fit in 16 bits" in errs[5].message
+        assert "is missing" in errs[7].message and "no match field with id 3" in errs[9].message
+        # nothing changed
+        assert [[fm.exact.value for fm in m.match] for m in read(etypes)[0].members] == [[b"\x08\x00"]]
+        assert len(read(pairs_id)[0].members) == 2
+
+        # a wildcard read gives every value set; an empty MODIFY empties one
+        assert sorted(e.value_set_id for e in read(0)) == sorted(v.preamble.id for v in vsets.values())
+        client.write(_vs_update(etypes))
+        assert [len(e.members) for e in read(etypes)] == [0]
+        assert out_port(_vs_frame(0x0800)) == 2
+        with pytest.raises(grpc.RpcError) as rerr:
+            read(0x03FFFFFF)
+        assert rerr.value.code() == grpc.StatusCode.NOT_FOUND
     finally:
         client.close()
         server.stop()

@@ -260,7 +260,14 @@ int ss_counter_set(struct ss_switch *sw, uint32_t counter, uint64_t index, uint6
                    uint64_t packets);
 int ss_meter_config(struct ss_switch *sw, uint32_t meter, uint64_t index, uint64_t cir,
                     uint64_t cburst, uint64_t pir, uint64_t pburst);
+/* Value sets: a member is n_keys values and n_keys masks (a key wider than 64 bits as its limbs);
+ * it matches when every key & mask equals value & mask (values are stored masked).  add appends
+ * one member (SS_ENOSPC when full); replace sets all n members under one lock, so a packet sees
+ * either the old members or the new ones (SS_ENOSPC when n exceeds the size, nothing changed);
+ * clear empties the set. */
 int ss_value_set_add(struct ss_switch *sw, uint32_t vs, const uint64_t *values, const uint64_t *masks);
+int ss_value_set_replace(struct ss_switch *sw, uint32_t vs, uint32_t n, const uint64_t *values,
+                         const uint64_t *masks);
 int ss_value_set_clear(struct ss_switch *sw, uint32_t vs);
 
 /* packet replication engine: replicas as parallel arrays (egress port, egress_rid) */

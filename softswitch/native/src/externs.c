@@ -401,12 +401,43 @@ int ss_value_set_add(struct ss_switch *sw, uint32_t vs, const uint64_t *values, 
         rc = ss__error(sw, SS_ENOSPC, "value set %u is full (%u members)", vs, v->size);
         goto out;
     }
-    if (v->n_keys) {
-        memcpy(v->vals + (size_t)v->count * v->n_keys, values, v->n_keys * sizeof(uint64_t));
-        memcpy(v->vals + (size_t)v->size * v->n_keys + (size_t)v->count * v->n_keys, masks,
-               v->n_keys * sizeof(uint64_t));
+    uint64_t *vals = v->vals + (size_t)v->count * v->n_keys;
+    uint64_t *msks = v->vals + (size_t)v->size * v->n_keys + (size_t)v->count * v->n_keys;
+    for (uint32_t i = 0; i < v->n_keys; i++) {  /* stored masked: matching compares key & mask */
+        vals[i] = values[i] & masks[i];
+        msks[i] = masks[i];
     }
     v->count++;
+out:
+    ss__unlock(sw);
+    return rc;
+}
+
+int ss_value_set_replace(struct ss_switch *sw, uint32_t vs, uint32_t n, const uint64_t *values,
+                         const uint64_t *masks) {
+    if (!sw) return SS_EINVAL;
+    ss__lock(sw);
+    int rc = SS_OK;
+    if (vs >= sw->n_vsets || !sw->vsets[vs]) {
+        rc = ss__error(sw, SS_ENOENT, "value set %u is not defined", vs);
+        goto out;
+    }
+    ss_value_set *v = sw->vsets[vs];
+    if (n > v->size) {
+        rc = ss__error(sw, SS_ENOSPC, "value set %u holds at most %u members (%u given)", vs, v->size, n);
+        goto out;
+    }
+    if (n && v->n_keys && (!values || !masks)) {
+        rc = ss__error(sw, SS_EINVAL, "value set %u: values and masks are required", vs);
+        goto out;
+    }
+    size_t total = (size_t)n * v->n_keys;
+    uint64_t *msks = v->vals + (size_t)v->size * v->n_keys;
+    for (size_t i = 0; i < total; i++) {
+        v->vals[i] = values[i] & masks[i];
+        msks[i] = masks[i];
+    }
+    v->count = n;
 out:
     ss__unlock(sw);
     return rc;

@@ -378,6 +378,21 @@ static void test_externs(void) {
     CHECK(ss_value_set_match(&c, 5, k) == 0);
     CHECK(ss_value_set_add(sw, 0, vv, mm) == 0 && ss_value_set_add(sw, 0, vv, mm) == SS_ENOSPC);
     CHECK(ss_value_set_clear(sw, 0) == 0 && ss_value_set_match(&c, 0, k) == 0);
+    /* replace: values stored masked (0x1F under 0xF0 is 0x10), all members at once */
+    uint64_t rv[4] = {0x1F, 0x34, 0x99, 0x00}, rm[4] = {0xF0, 0xFF, 0xFF, 0x00};
+    CHECK(ss_value_set_replace(sw, 0, 2, rv, rm) == 0 && ss_value_set_match(&c, 0, k) == 1);
+    uint64_t k2[2] = {0x99, 0x77}, k3[2] = {0x98, 0x77};
+    CHECK(ss_value_set_match(&c, 0, k2) == 1 && ss_value_set_match(&c, 0, k3) == 0);
+    CHECK(ss_value_set_replace(sw, 0, 3, rv, rm) == SS_ENOSPC);  /* size 2: nothing changed */
+    CHECK(ss_value_set_match(&c, 0, k2) == 1);
+    CHECK(ss_value_set_replace(sw, 0, 1, rv + 2, rm + 2) == 0);
+    CHECK(ss_value_set_match(&c, 0, k) == 0 && ss_value_set_match(&c, 0, k2) == 1);
+    CHECK(ss_value_set_replace(sw, 0, 0, NULL, NULL) == 0 && ss_value_set_match(&c, 0, k2) == 0);
+    CHECK(ss_value_set_replace(sw, 0, 1, NULL, NULL) == SS_EINVAL);
+    CHECK(ss_value_set_replace(sw, 7, 0, NULL, NULL) == SS_ENOENT);
+    uint64_t av[2] = {0x3F, 0x34};  /* add masks too */
+    CHECK(ss_value_set_add(sw, 0, av, mm) == 0 && ss_value_set_match(&c, 0, (uint64_t[]){0x33, 0x34}) == 1);
+    CHECK(ss_value_set_clear(sw, 0) == 0);
 
     uint64_t hist[5] = {0};
     for (int i = 0; i < 50000; i++) {
