@@ -172,6 +172,8 @@ class Lower(_Build):
     # ------------------------------------------------------------------ entry
     def lower(self) -> ir.Program:
         self.declare_globals()
+        for d in self.toplevel_externs():  # one object each, shared by every block naming it
+            self.instance(d, self.g, "")
         main = self._find_main()
         block_decls = [self._block_arg(a.value, main) for a in main.args]
         parser_decl = block_decls[0][0]

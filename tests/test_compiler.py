@@ -201,3 +201,43 @@ def test_for_loop_in_a_parser_state_is_refused(tmp_path: Path) -> None:
         "state start {\n        for (bit<8> i in 1 .. 2) { }\n        transition accept; }")
     line, _, msg = error_at(tmp_path, src)
     assert line == 8 and "not allowed in parser states" in msg, msg
+
+
+def test_toplevel_action_profile_is_refused_at_its_declaration(tmp_path: Path) -> None:
+    """Top-level registers, counters and meters are accepted (tests/p4/features/
+    toplevel_externs); a top-level action profile or selector is refused where it is declared."""
+    for decl in ("action_profile(32w16) ap;", "action_selector(HashAlgorithm.crc16, 32w16, 32w8) ap;"):
+        src = ingress("        meta.m = 1;").replace("control I(", decl + "\ncontrol I(")
+        line, _, msg = error_at(tmp_path, src)
+        assert line == HEAD_LINES + 1 and "top level" in msg, msg
+
+
+def test_direct_counter_on_two_tables_is_refused(tmp_path: Path) -> None:
+    """A direct counter's cells are one table's entries: a second table naming it is an error
+    (as in p4c's bmv2 back end), also for one declared at the top level."""
+    tables = ("    table t1 { key = { hdr.h.a : exact; } actions = { NoAction; } counters = dc; }\n"
+              "    table t2 { key = { hdr.h.b : exact; } actions = { NoAction; } counters = dc; }\n")
+    for top, local in (("", "    direct_counter(CounterType.packets) dc;\n"),
+                       ("direct_counter(CounterType.packets) dc;\n", "")):
+        src = ingress("        t1.apply();\n        t2.apply();", local + tables).replace(
+            "control I(", top + "control I(")
+        line, _, msg = error_at(tmp_path, src)
+        assert "dc is already attached to table I.t1" in msg, msg
+        assert line == HEAD_LINES + 4, msg  # the t2 line
+
+
+def test_extern_constructor_argument_count_is_checked(tmp_path: Path) -> None:
+    for top, local in (("register<bit<8>>() r;\n", ""), ("", "    counter(4) c;\n")):
+        src = ingress("        meta.m = 1;", local).replace("control I(", top + "control I(")
+        line, _, msg = error_at(tmp_path, src)
+        assert "constructor argument" in msg and "given" in msg, msg
+        assert line == HEAD_LINES + (1 if top else 2), msg
+
+
+def test_two_externs_with_one_control_plane_name_are_refused(tmp_path: Path) -> None:
+    """A top-level `r` and a control's `@name(".r")` register would share the P4Info name r."""
+    src = ingress("        r.write(0, 8w1);\n        q.write(0, 8w2);",
+                  '    @name(".r") register<bit<8>>(4) q;\n').replace(
+        "control I(", "register<bit<8>>(4) r;\ncontrol I(")
+    line, _, msg = error_at(tmp_path, src)
+    assert line == HEAD_LINES + 3 and "already named r" in msg, msg

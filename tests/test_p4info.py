@@ -443,3 +443,19 @@ def test_digest_of_a_list_expression():
     sw.add_digest_handler(lambda name, msgs: got.append((name, msgs)))
     sw.process_packet(5, bytes.fromhex("000000000001" + "0a0b0c0d0e0f" + "88b5"))
     assert got == [("learn_t", [{"mac": 0x0A0B0C0D0E0F, "port": 5}])]
+
+
+def test_toplevel_extern_instances_are_named_without_a_control_prefix():
+    """Extern instances declared at the top level (as p4c's P4-14 translations write them) are
+    called by their own name in P4Info, as p4c names them: p4c's issue1097-bmv2 test (a top-level
+    `register<bit<8>>(2) r;`) lists register "r", alias "r", id 369183714."""
+    src = Path(__file__).parent / "p4" / "features" / "toplevel_externs.p4"
+    msg = p4i.build_p4info(compile_file(str(src)).info)
+    assert [(r.preamble.name, r.preamble.alias, r.size) for r in msg.registers] == [("seen", "seen", 4)]
+    assert [(c.preamble.name, c.preamble.alias) for c in msg.counters] == [("hits", "hits")]
+    (dc,) = msg.direct_counters
+    (t,) = msg.tables
+    assert dc.preamble.name == "t_hits" and dc.direct_table_id == t.preamble.id
+    assert t.preamble.name == "MyIngress.t" and list(t.direct_resource_ids) == [dc.preamble.id]
+    info = ProgramInfo(registers=[RegisterInfo("r", 8, 2)])
+    assert p4i.build_p4info(info).registers[0].preamble.id == 369183714

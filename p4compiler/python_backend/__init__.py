@@ -25,7 +25,7 @@ from p4compiler.errors import P4Error
 from p4compiler.frontend import ast as A
 from p4compiler.frontend.parser import parse_file, parse_source  # noqa: F401 (re-exported)
 from p4compiler.python_backend import types as T
-from p4compiler.python_backend.blocks import compile_block
+from p4compiler.python_backend.blocks import compile_block, extern_instance
 from p4compiler.python_backend.codegen import Compiler, ExternSpec, TableSpec, err
 from p4compiler.python_backend.scope import Const
 
@@ -115,6 +115,8 @@ class _Build(Compiler):
 
     def run(self) -> CompiledProgram:
         self.declare_globals()
+        for d in self.toplevel_externs():
+            extern_instance(self, d, self.g, "")
         main = self._find_main()
         pkg_t = self.resolve_type(main.type, self.g)
         if not isinstance(pkg_t, T.BlockT) or pkg_t.kind != "package":
@@ -156,6 +158,29 @@ class _Build(Compiler):
             constants={name: int(b.value) for name, b in self.g.names.items()
                        if isinstance(b, Const) and isinstance(b.value, int)},
         )
+
+    # -------------------------------------------------------------- top-level instances
+    def toplevel_externs(self) -> list[A.Instance]:
+        """The extern instances declared at the top level of the program, in program order (P4-16
+        v1.2.4 section 10.3.2, restrictions on top-level instantiations: extern objects may be
+        instantiated there; p4c's translations of P4-14 programs declare them so). Each is one
+        object shared by every block that names it, called by its own name in P4Info (no control
+        prefix, as p4c names it). Action profiles and selectors are refused: this switch
+        supports them only in the control whose table uses them."""
+        out = []
+        for d in self.program.decls:
+            if not isinstance(d, A.Instance) or d.name == "main":
+                continue
+            t = self.resolve_type(d.type, self.g)
+            if isinstance(t, T.BlockT):
+                continue  # a parser/control instance (a V1Switch argument), or a package
+            if not isinstance(t, T.ExternT):
+                raise err(f"cannot instantiate {t}", d)
+            if t.extern_name in ("action_profile", "action_selector"):
+                raise err(f"{t.extern_name} {d.name} is declared at the top level; this switch "
+                          "supports action profiles only inside the control whose table uses them", d)
+            out.append(d)
+        return out
 
     # -------------------------------------------------------------- main package
     def _find_main(self) -> A.Instance:

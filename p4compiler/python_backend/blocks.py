@@ -105,8 +105,12 @@ def extern_instance(cp: Compiler, d: A.Instance, scope: Scope, prefix: str) -> N
         raise err(f"cannot instantiate {t}", d)
     code = f"X_{cp.safe(p4name)}_{cp.uid('')}"
     kind = t.extern_name
+    _check_ctor_arity(t, d)
     args = [cp.value(a.value, scope, Emitter()) for a in d.args] if d.args else []
     consts = [a.const for a in args]
+    if kind in ("register", "counter", "meter") and (
+            not isinstance(consts[0], int) or isinstance(consts[0], bool) or consts[0] < 0):
+        raise err(f"the size of {kind} {d.name} must be a compile-time non-negative integer", d)
     spec_args: dict[str, Any] = {}
     anns = [a.source() for a in d.annotations if a.name not in ("name", "id")]
     idann = A.find_annotation(d.annotations, "id")
@@ -140,8 +144,30 @@ def extern_instance(cp: Compiler, d: A.Instance, scope: Scope, prefix: str) -> N
         raise err(f"extern {kind} is not supported by this switch", d)
     from p4compiler.python_backend.codegen import ExternSpec
 
+    if any(x.kind == kind and x.p4name == p4name for x in cp.externs):
+        # e.g. a top-level `r` and a control's @name(".r") instance: the control plane could not
+        # tell them apart
+        raise err(f"another {kind} is already named {p4name} (its control-plane name)", d)
     cp.externs.append(ExternSpec(kind, p4name, code, spec_args))
     scope.add(d.name, ExternInst(code, t, p4name, d))
+
+
+def _check_ctor_arity(t: T.ExternT, d: A.Instance) -> None:
+    """Refuse an instantiation whose argument count matches none of the extern's constructors."""
+    decl = t.decl
+    if not isinstance(decl, A.ExternDecl):
+        return
+    ctors = [m for m in decl.methods if m.return_type is None and m.name == decl.name]
+    if not ctors:
+        return
+    n = len(d.args)
+    for c in ctors:
+        required = sum(1 for p in c.params if p.default is None)
+        if required <= n <= len(c.params):
+            return
+    counts = sorted({len(c.params) for c in ctors})
+    raise err(f"{decl.name} takes {' or '.join(map(str, counts))} constructor argument"
+              f"{'' if counts == [1] else 's'}, {n} given", d)
 
 
 def _counter_unit(v: Any) -> str:
@@ -489,6 +515,14 @@ def finish_table(cp: Compiler, d: A.TableDecl, scope: Scope, p4name: str, code: 
         implementation=impl, idle_timeout=idle, id=int(idann.body, 0) if idann else None,
         annotations=[a.source() for a in d.annotations if a.name not in ("name", "id")],
     )
+    # a direct counter or meter belongs to one table: its cells are that table's entries (p4c's
+    # bmv2 back end refuses one attached to two tables too)
+    for what, name, used in (("direct_counter", dcounter, cp.info.direct_counters),
+                             ("direct_meter", dmeter, cp.info.direct_meters)):
+        if name and any(x.name == name for x in used):
+            other = next(x.table for x in used if x.name == name)
+            raise err(f"{what} {name} is already attached to table {other}; a direct counter or "
+                      "meter belongs to one table", d)
     cp.info.tables.append(info)
     if dcounter:
         unit, pid, anns = cp.direct_counters[dcounter]
