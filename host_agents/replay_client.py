@@ -541,6 +541,15 @@ class _Replies:
             return self.reassembled[i]
         return self.rows[i, HEADER_BYTES : self.lens[i]].tobytes()
 
+    def raise_first_error(self, op: Op) -> None:
+        """ReplayError for the first ERROR reply of the exchange, if any (raised once every
+        request has its reply, so that none is left unanswered)."""
+        errors = np.flatnonzero(self.heads["op"] == Op.ERROR)
+        if errors.size:
+            i = int(errors[0])
+            raise ReplayError(int(self.heads["status"][i]), decode_error(self.body(i)), op.name,
+                              int(self.heads["request_id"][i]))  # fmt: skip
+
 
 class SwitchReplayClient(ReplayClient):
     """The switch path: items on the server, priorities in the switch's register sum-tree.
@@ -765,11 +774,7 @@ class SwitchReplayClient(ReplayClient):
                 in_flight -= 1
                 answered += 1
         self.stats["datagrams"] += n
-        errors = np.flatnonzero(out.heads["op"] == Op.ERROR)
-        if errors.size:
-            i = int(errors[0])
-            raise ReplayError(int(out.heads["status"][i]), decode_error(out.body(i)), op.name,
-                              int(out.heads["request_id"][i]))  # fmt: skip
+        out.raise_first_error(op)
         return out
 
     def _exchange_engine(self, table: np.ndarray, op: Op) -> _Replies:
@@ -847,11 +852,7 @@ class SwitchReplayClient(ReplayClient):
         out = _Replies(heads, rows, lens)
         for i, pair in reassembled.items():
             out.set_pair(i, pair)
-        errors = np.flatnonzero(out.heads["op"] == Op.ERROR)
-        if errors.size:
-            i = int(errors[0])
-            raise ReplayError(int(out.heads["status"][i]), decode_error(out.body(i)), op.name,
-                              int(out.heads["request_id"][i]))  # fmt: skip
+        out.raise_first_error(op)
         return out
 
     def _saw_keys(self, keys: np.ndarray) -> None:
