@@ -242,23 +242,32 @@ static void launch(struct aggc_call *c, int32_t s, int32_t *nq, double now)
     c->tries[s] = 1;
 }
 
+/* Sends rows q[0..n) of tx (lens[row] bytes each), all of them: 0, or -errno (EAGAIN when the
+ * socket stayed full) after a send that moved nothing. Both protocol loops below flush with it. */
+static int send_all(int fd, const uint8_t *tx, uint32_t row, const int32_t *q, const uint32_t *lens, int n,
+                    uint32_t ip_be, uint16_t port_be)
+{
+    for (int done = 0; done < n;) {
+        int r = aggio_send(fd, tx, row, q + done, lens, n - done, ip_be, port_be, 1000000000);
+        if (r <= 0)
+            return r < 0 ? r : -EAGAIN;
+        done += r;
+    }
+    return 0;
+}
+
 static int flush(struct aggc_call *c, int32_t *nq)
 {
     if (*nq == 0)
         return 0;
-    int done = 0;
-    while (done < *nq) {
-        int r = aggio_send(c->fd, c->tx, c->row, c->sendq + done, c->tx_len, *nq - done, c->ip_be, c->port_be,
-                           1000000000);
-        if (r <= 0) {
-            c->err_errno = r < 0 ? -r : EAGAIN;
-            return -3;
-        }
-        for (int k = done; k < done + r; k++) {
-            c->packets_sent += 1;
-            c->bytes_sent += c->tx_len[c->sendq[k]] + c->frame_overhead;
-        }
-        done += r;
+    int r = send_all(c->fd, c->tx, c->row, c->sendq, c->tx_len, *nq, c->ip_be, c->port_be);
+    if (r < 0) {
+        c->err_errno = -r;
+        return -3;
+    }
+    for (int k = 0; k < *nq; k++) {
+        c->packets_sent += 1;
+        c->bytes_sent += c->tx_len[c->sendq[k]] + c->frame_overhead;
     }
     *nq = 0;
     return 0;
@@ -465,21 +474,6 @@ int aggc_exponents(const float *blocks, int64_t chunks, int32_t vpp, int64_t *ou
 #define REPLAY_HEADER_BYTES 32
 #define REPLAY_FRAGMENT_BYTES 1400
 
-static int rexc_flush(struct rexc_call *c, int32_t nq)
-{
-    int done = 0;
-    while (done < nq) {
-        int r = aggio_send(c->fd, c->tx, c->tx_row, c->sendq + done, c->tx_len, nq - done, c->ip_be,
-                           c->port_be, 1000000000);
-        if (r <= 0) {
-            c->err_errno = r < 0 ? -r : EAGAIN;
-            return -3;
-        }
-        done += r;
-    }
-    return 0;
-}
-
 int rexc_run(struct rexc_call *c)
 {
     c->n_frag = 0;
@@ -513,8 +507,11 @@ int rexc_run(struct rexc_call *c)
             if (c->due[i] < wake)
                 wake = c->due[i];
         }
-        if (nq > 0 && rexc_flush(c, nq) < 0)
+        int sent = send_all(c->fd, c->tx, c->tx_row, c->sendq, c->tx_len, nq, c->ip_be, c->port_be);
+        if (sent < 0) {
+            c->err_errno = -sent;
             return -3;
+        }
         double wait = wake - now_s();
         int64_t wait_ns = wait > 0 ? (int64_t)(wait * 1e9) : 0;
         int k = aggio_recv(c->fd, c->rx, c->rx_row, c->rx_len, c->rx_rows, wait_ns);

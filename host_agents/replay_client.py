@@ -24,7 +24,7 @@ import os
 import select
 import socket
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 
@@ -551,6 +551,48 @@ class _Replies:
                               int(self.heads["request_id"][i]))  # fmt: skip
 
 
+class _Fragments:
+    """The replies of one switch-path exchange that come in fragments (a long SAMPLE_REPLY), by
+    request index: the reassembler and the requests it holds part of."""
+
+    def __init__(self, base: int) -> None:
+        self.base = base  # request id of index 0
+        self.reasm = Reassembler()
+        self.partial: set[int] = set()
+
+    def drop(self, indices: Iterable[int]) -> None:
+        """Forget the parts of these requests' replies: a resent SAMPLE may be walked again to
+        another item (no splicing), an answered one needs none."""
+        for i in self.partial.intersection(indices):
+            self.reasm.discard((self.base + i) & 0xFFFFFFFF)
+            self.partial.discard(i)
+
+    def take(
+        self, fragments: Iterable[tuple[int, bytes]], done: np.ndarray
+    ) -> tuple[list[tuple[int, tuple[Header, bytes]]], int]:
+        """Fragments as (request index, datagram): the replies they complete (each request marked
+        in ``done``) and how many were strays (its request already answered, or a datagram the
+        reassembler refuses)."""
+        completed: list[tuple[int, tuple[Header, bytes]]] = []
+        strays = 0
+        for i, datagram in fragments:
+            if done[i]:
+                strays += 1
+                continue
+            try:
+                whole = self.reasm.add(datagram)
+            except ProtocolError:
+                strays += 1
+                continue
+            if whole is None:
+                self.partial.add(i)
+                continue
+            self.partial.discard(i)
+            done[i] = True
+            completed.append((i, whole))
+        return completed, strays
+
+
 class SwitchReplayClient(ReplayClient):
     """The switch path: items on the server, priorities in the switch's register sum-tree.
 
@@ -703,8 +745,7 @@ class SwitchReplayClient(ReplayClient):
         due = np.zeros(n)
         outstanding = np.zeros(n, bool)
         in_flight, next_new, answered = 0, 0, 0
-        partial: set[int] = set()  # requests whose reply came in part (fragments)
-        reasm = Reassembler()
+        frags = _Fragments(base)
         timeout, window = self.config.timeout_s, self.config.window
         while answered < n:
             now = time.monotonic()
@@ -726,9 +767,7 @@ class SwitchReplayClient(ReplayClient):
                         "(switch or server down, or the table not installed in the switch?)",
                     )  # fmt: skip
                 bio.send_rows(late)
-                for i in partial.intersection(late.tolist()):  # a resent SAMPLE may be walked
-                    reasm.discard((base + i) & 0xFFFFFFFF)  # again to another item: no splicing
-                    partial.discard(i)
+                frags.drop(late.tolist())
                 tries[late] += 1
                 due[late] = now + timeout
                 self.stats["resent"] += int(late.size)
@@ -750,29 +789,19 @@ class SwitchReplayClient(ReplayClient):
             if ks.size:
                 out.heads[ii], out.rows[ii], out.lens[ii] = head[ks], self._rx[ks], lens[ks]
                 done[ii], outstanding[ii] = True, False
-                for i in partial.intersection(ii.tolist()):
-                    reasm.discard((base + i) & 0xFFFFFFFF)
-                    partial.discard(i)
+                frags.drop(ii.tolist())
                 in_flight -= ii.size
                 answered += ii.size
-            for k in np.flatnonzero(ours & ~single).tolist():  # fragments of a long reply
-                i = int(idx[k])
-                if done[i]:
-                    self.stats["stray_datagrams"] += 1
-                    continue
-                try:
-                    whole = reasm.add(self._rx[k, : lens[k]].tobytes())
-                except ProtocolError:
-                    self.stats["stray_datagrams"] += 1
-                    continue
-                if whole is None:
-                    partial.add(i)
-                    continue
-                partial.discard(i)
+            parts = np.flatnonzero(ours & ~single).tolist()  # fragments of long replies
+            completed, strays = frags.take(
+                ((int(idx[k]), self._rx[k, : lens[k]].tobytes()) for k in parts), done
+            )
+            self.stats["stray_datagrams"] += strays
+            for i, whole in completed:
                 out.set_pair(i, whole)
-                done[i], outstanding[i] = True, False
-                in_flight -= 1
-                answered += 1
+                outstanding[i] = False
+            in_flight -= len(completed)
+            answered += len(completed)
         self.stats["datagrams"] += n
         out.raise_first_error(op)
         return out
@@ -809,8 +838,7 @@ class SwitchReplayClient(ReplayClient):
         c.resent, c.tries, c.due = p("uint8_t *", resent), p("int64_t *", tries), p("double *", due)
         c.sendq, c.frag = p("int32_t *", sendq), p("int32_t *", frag)
         reassembled: dict[int, tuple[Header, bytes]] = {}
-        partial: set[int] = set()  # requests whose reply came in part (fragments)
-        reasm = Reassembler()
+        frags = _Fragments(base)
         while (r := lib.rexc_run(c)) != 0:
             if r == 1:  # a wait ended empty (or a signal): Python's handlers have run
                 continue
@@ -823,28 +851,20 @@ class SwitchReplayClient(ReplayClient):
                 )  # fmt: skip
             if r < 0:
                 raise OSError(int(c.err_errno), f"replay I/O: {os.strerror(int(c.err_errno))}")
-            for i in partial.intersection(np.flatnonzero(resent).tolist()):  # a resent SAMPLE may be
-                reasm.discard((base + i) & 0xFFFFFFFF)  # walked again to another item: no splicing
-                partial.discard(i)
+            frags.drop(np.flatnonzero(resent).tolist())
             resent[:] = 0
-            for k in frag[: c.n_frag].tolist():  # r == 2: fragments of long replies
-                i = (int(self._rx_head["request_id"][k]) - base) & 0xFFFFFFFF
-                if done[i]:
-                    c.stray += 1
-                    continue
-                try:
-                    whole = reasm.add(self._rx[k, : bio.rx_len[k]].tobytes())
-                except ProtocolError:
-                    c.stray += 1
-                    continue
-                if whole is None:
-                    partial.add(i)
-                    continue
-                partial.discard(i)
+            parts = frag[: c.n_frag].tolist()  # r == 2: fragments of long replies
+            idx = (self._rx_head["request_id"][parts].astype(np.int64) - base) & 0xFFFFFFFF
+            rx_len = bio.rx_len
+            completed, strays = frags.take(
+                ((int(i), self._rx[k, : rx_len[k]].tobytes()) for i, k in zip(idx, parts, strict=True)), done
+            )
+            c.stray += strays
+            for i, whole in completed:
                 reassembled[i] = whole
-                done[i], outstanding[i] = 1, 0
-                c.in_flight -= 1
-                c.answered += 1
+                outstanding[i] = 0
+            c.in_flight -= len(completed)
+            c.answered += len(completed)
         self.stats["datagrams"] += n
         self.stats["resent"] += int(c.resent_total)
         self.stats["stray_datagrams"] += int(c.stray)

@@ -384,15 +384,24 @@ int ss_value_set_match(ss_ctx *c, uint32_t vs, const uint64_t *keys) {
     return 0;
 }
 
+/* value set vs, or NULL with the switch's error set (the caller holds the lock) */
+static ss_value_set *get_vset(struct ss_switch *sw, uint32_t vs) {
+    if (vs >= sw->n_vsets || !sw->vsets[vs]) {
+        ss__error(sw, SS_ENOENT, "value set %u is not defined", vs);
+        return NULL;
+    }
+    return sw->vsets[vs];
+}
+
 int ss_value_set_add(struct ss_switch *sw, uint32_t vs, const uint64_t *values, const uint64_t *masks) {
     if (!sw) return SS_EINVAL;
     ss__lock(sw);
     int rc = SS_OK;
-    if (vs >= sw->n_vsets || !sw->vsets[vs]) {
-        rc = ss__error(sw, SS_ENOENT, "value set %u is not defined", vs);
+    ss_value_set *v = get_vset(sw, vs);
+    if (!v) {
+        rc = SS_ENOENT;
         goto out;
     }
-    ss_value_set *v = sw->vsets[vs];
     if (v->n_keys && (!values || !masks)) {
         rc = ss__error(sw, SS_EINVAL, "value set %u: values and masks are required", vs);
         goto out;
@@ -418,11 +427,11 @@ int ss_value_set_replace(struct ss_switch *sw, uint32_t vs, uint32_t n, const ui
     if (!sw) return SS_EINVAL;
     ss__lock(sw);
     int rc = SS_OK;
-    if (vs >= sw->n_vsets || !sw->vsets[vs]) {
-        rc = ss__error(sw, SS_ENOENT, "value set %u is not defined", vs);
+    ss_value_set *v = get_vset(sw, vs);
+    if (!v) {
+        rc = SS_ENOENT;
         goto out;
     }
-    ss_value_set *v = sw->vsets[vs];
     if (n > v->size) {
         rc = ss__error(sw, SS_ENOSPC, "value set %u holds at most %u members (%u given)", vs, v->size, n);
         goto out;
@@ -447,10 +456,11 @@ int ss_value_set_clear(struct ss_switch *sw, uint32_t vs) {
     if (!sw) return SS_EINVAL;
     ss__lock(sw);
     int rc = SS_OK;
-    if (vs >= sw->n_vsets || !sw->vsets[vs])
-        rc = ss__error(sw, SS_ENOENT, "value set %u is not defined", vs);
+    ss_value_set *v = get_vset(sw, vs);
+    if (v)
+        v->count = 0;
     else
-        sw->vsets[vs]->count = 0;
+        rc = SS_ENOENT;
     ss__unlock(sw);
     return rc;
 }
