@@ -407,7 +407,7 @@ def run(args: argparse.Namespace) -> dict:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     base_name = args.run_name or f"learning-apex-{args.env.replace('/', '_')}-{stamp}"
     results = []
-    for k in range(max(1, args.seeds)):
+    for k in range(args.seeds):
         one = argparse.Namespace(**vars(args))
         one.seed = args.seed + k
         name = base_name if args.seeds <= 1 else f"{base_name}-seed{one.seed}"
@@ -486,6 +486,8 @@ def main(argv: list[str] | None = None) -> int:
         parse_runs(args.runs)
     except ValueError as e:
         parser.error(str(e))
+    if args.seeds < 1:
+        parser.error(f"--seeds must be at least 1, not {args.seeds}")
     result = run(args)
     keys = (
         "env", "replay_backend", "num_actors", "reached_target", "wall_s_to_target", "env_steps_to_target",

@@ -85,3 +85,9 @@ def test_several_seeds_give_each_seed_and_the_median(monkeypatch: pytest.MonkeyP
     assert r["wall_s_to_target"] == 60.0 and r["reached_target"] is False  # seed 7's Ape-X missed
     assert r["exit_codes"]["learner@seed6"] == 0
     assert out.exists()
+
+
+def test_seeds_are_checked(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as e:
+        la.main(["--seeds", "0", "--log-dir", "/tmp/x"])
+    assert e.value.code == 2 and "--seeds must be at least 1, not 0" in capsys.readouterr().err
