@@ -305,7 +305,7 @@ def run_dqn(cfg: DQNConfig) -> dict:
         """A periodic evaluation; True when it reached the target return."""
         nonlocal reached
         with timer.phase("evaluate"):
-            rets = greedy_returns(online, info, cfg, device, cfg.seed + 100_003 + updates)  # type: ignore[arg-type]
+            rets = greedy_returns(online, info, cfg, cfg.seed + 100_003 + updates)  # type: ignore[arg-type]
         record = {
             "updates": updates,
             "env_steps": steps,
@@ -380,7 +380,7 @@ def run_dqn(cfg: DQNConfig) -> dict:
     final: list[float] = []
     if cfg.eval_episodes:
         with timer.phase("evaluate"):
-            final = greedy_returns(online, info, cfg, device, cfg.seed + 999_983)  # type: ignore[arg-type]
+            final = greedy_returns(online, info, cfg, cfg.seed + 999_983)  # type: ignore[arg-type]
         logger.scalar("eval/final_return_mean", float(np.mean(final)), steps)
     totals = timer.totals()
     summary = {

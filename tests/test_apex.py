@@ -141,6 +141,32 @@ def test_double_q_target_uses_online_argmax_and_target_values() -> None:
     assert online.w.grad[1].abs().sum() == 0
 
 
+def test_greedy_evaluation_plays_the_networks_argmax() -> None:
+    """greedy_returns (the learner's and the DQN baseline's evaluation, NumPy actions) gives the
+    returns of the same episodes played with torch's argmax Q; eval_epsilon still explores."""
+    from host_agents.envs import env_info
+    from host_agents.learner import greedy_returns
+    from host_agents.networks import DuelingQNetwork
+    from host_agents.run_config import evaluate
+
+    info = env_info("CartPole-v1")
+    cfg = LearnerConfig(env="CartPole-v1", eval_episodes=4)
+    for seed in (1, 2):
+        torch.manual_seed(seed)
+        net = DuelingQNetwork(info.obs_shape, info.num_actions, 32)
+
+        def torch_act(obs: np.ndarray, net: DuelingQNetwork = net) -> int:
+            with torch.no_grad():
+                return int(net(torch.from_numpy(np.asarray(obs, np.float32)[None])).argmax(dim=1).item())
+
+        expected = evaluate(torch_act, "CartPole-v1", 4, seed=77)
+        assert greedy_returns(net, info, cfg, seed=77) == expected
+        assert net.training  # left in training mode
+    explore = LearnerConfig(env="CartPole-v1", eval_episodes=4, eval_epsilon=1.0)
+    random_play = greedy_returns(net, info, explore, seed=77)
+    assert len(random_play) == 4 and random_play != expected
+
+
 def test_learner_config_checks() -> None:
     cfg = LearnerConfig(batch_size=64, learning_starts=10)
     assert cfg.learning_starts == 64  # raised to one batch
