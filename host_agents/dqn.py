@@ -35,7 +35,16 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 
-from host_agents.apex import LossLog, QLearnerConfig, StopFlag, batch_tensors, finite, learn_step, mean_last
+from host_agents.apex import (
+    LossLog,
+    QLearnerConfig,
+    StopFlag,
+    batch_tensors,
+    finite,
+    learn_step,
+    mean_last,
+    q_optimizer,
+)
 from host_agents.cli import ConfigError, add_config_args, config_from_args, run_main
 from host_agents.envs import env_info, make_env
 from host_agents.experience import NStepAccumulator, Transition, TransitionBatch
@@ -220,7 +229,7 @@ def run_dqn(cfg: DQNConfig) -> dict:
     online = DuelingQNetwork(info.obs_shape, info.num_actions, cfg.hidden).to(device)
     target = copy.deepcopy(online)
     target.requires_grad_(False)
-    optimizer = torch.optim.Adam(online.parameters(), lr=cfg.lr, eps=cfg.adam_eps)
+    optimizer = q_optimizer(online, cfg)
     policy = GreedyPolicy(online)  # acting as Ape-X's actors do (NumPy for MLPs), refreshed per update
     replay = LocalReplay(
         cfg.replay_max_size, info.obs_shape, info.obs_dtype, cfg.alpha if cfg.prioritized else None, rng

@@ -46,6 +46,7 @@ from host_agents.apex import (
     finite,
     learn_step,
     open_replay,
+    q_optimizer,
     replay_status,
 )
 from host_agents.cli import ConfigError
@@ -144,7 +145,7 @@ def run_learner(cfg: LearnerConfig, replay: ReplayConfig) -> dict:
     online = DuelingQNetwork(info.obs_shape, info.num_actions, cfg.hidden).to(device)
     target = copy.deepcopy(online)
     target.requires_grad_(False)
-    optimizer = torch.optim.Adam(online.parameters(), lr=cfg.lr, eps=cfg.adam_eps)
+    optimizer = q_optimizer(online, cfg)
     updates = 0
     version = 0
     reached: dict | None = None
