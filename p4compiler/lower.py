@@ -315,6 +315,9 @@ class Lower(_Build):
             return self.coerce(v, want, e)
         return self.to_ir(v, e, want)
 
+    def scratch(self) -> Any:
+        return []  # IR of an expression evaluated for its type only (generic calls), dropped
+
     def emit(self, em: Any, s: ir.Stmt, node: Any) -> None:
         if not isinstance(em, list):
             raise unsupported("a statement inside a compile-time expression", node)
@@ -1287,17 +1290,18 @@ class Lower(_Build):
             raise unsupported("a function call in a compile-time expression", e)
         proto = b.decl.proto
         args = ordered_args(e, proto.params, f"function {proto.name}")
-        inner = Scope(b.scope, kind="function")
+        fscope = self.function_scope(b, e, scope)  # a generic one's type parameters bound
+        inner = Scope(fscope, kind="function")
         outs = self.bind_params(
             proto.params,
             {p.name: a for p, a in zip(proto.params, args, strict=False)},
-            b.scope,
+            fscope,
             scope,
             inner,
             em,
             e,
         )
-        rt = self.resolve_type(proto.return_type, b.scope)
+        rt = self.resolve_type(proto.return_type, fscope)
         ret = None if isinstance(rt, T.VoidT) else self.local("ret", rt, em, e)
         label = self.uniq("L_fn")
         code: list[ir.Stmt] = []

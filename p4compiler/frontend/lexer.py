@@ -272,9 +272,14 @@ def _classify_type_names(stream: TokenStream) -> None:
                     for nm in names:
                         scoped[nm] = scoped.get(nm, 0) + 1
                     scopes.append((depth, names))
-                    # a return type written before the name (`T f<T>(...)`) is a type too
-                    if i >= 1 and toks[i - 1].type == "IDENT" and toks[i - 1].value in names:
-                        toks[i - 1].type = "TYPE_IDENT"
+                    # a return type written before the name is a type too: `T f<T>(...)`, also
+                    # `Pair<A, B> mk<A, B>(...)` or `tuple<T, T> f<T>(...)`: back to where the
+                    # declaration starts (after the previous `;`, `{` or `}`)
+                    k = i - 1
+                    while k >= 0 and toks[k].type not in ("_SEMI", "_LBRACE", "_RBRACE"):
+                        if toks[k].type == "IDENT" and toks[k].value in names:
+                            toks[k].type = "TYPE_IDENT"
+                        k -= 1
                     for k in range(i + 2, end):
                         if toks[k].type == "IDENT":
                             toks[k].type = "TYPE_IDENT"

@@ -78,15 +78,19 @@ def ensure_action(cp: Compiler, b: ActionBind) -> str:
     return b.fn
 
 
-def ensure_function(cp: Compiler, b: FuncBind) -> str:
-    if b.fn:
+def ensure_function(cp: Compiler, b: FuncBind, fscope: Scope | None = None) -> str:
+    """Check a function's body once, or a generic function's once per instantiation (`fscope`,
+    from Compiler.function_scope, binds its type parameters)."""
+    fscope = b.scope if fscope is None else fscope
+    if id(fscope) in cp.checked_fns:
         return b.fn
+    cp.checked_fns.add(id(fscope))
     proto = b.decl.proto
-    b.fn = f"f_{cp.safe(proto.name)}_{cp.uid('')}"
-    scope = Scope(b.scope, kind="function")
-    bind_params(cp, proto.params, b.scope, scope, "p_")
-    ret_type = cp.resolve_type(proto.return_type, b.scope)
-    fc = FnContext(outs=scalar_outs(cp, proto.params, b.scope, "p_"),
+    b.fn = b.fn or f"f_{cp.safe(proto.name)}_{cp.uid('')}"
+    scope = Scope(fscope, kind="function")
+    bind_params(cp, proto.params, fscope, scope, "p_")
+    ret_type = cp.resolve_type(proto.return_type, fscope)
+    fc = FnContext(outs=scalar_outs(cp, proto.params, fscope, "p_"),
                    ret_type=None if isinstance(ret_type, T.VoidT) else ret_type)
     em = Emitter()  # the text the checks write is not kept
     for s in b.decl.body.stmts:

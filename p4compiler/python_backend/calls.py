@@ -164,11 +164,12 @@ def call_action(cp: Compiler, b: ActionBind, e: A.Call, scope: Scope, em: Emitte
 def call_function(cp: Compiler, b: FuncBind, e: A.Call, scope: Scope, em: Emitter) -> V:
     from p4compiler.python_backend.blocks import ensure_function
 
-    ensure_function(cp, b)
+    fscope = cp.function_scope(b, e, scope)
+    ensure_function(cp, b, fscope)
     proto = b.decl.proto
     args = ordered_args(e, proto.params, f"function {proto.name}")
-    outs = bind_args(cp, proto.params, args, b.scope, scope, em, proto.name, e)
-    rt = cp.resolve_type(proto.return_type, b.scope)
+    outs = bind_args(cp, proto.params, args, fscope, scope, em, proto.name, e)
+    rt = cp.resolve_type(proto.return_type, fscope)
     return finish_call(cp, outs, rt, scope, em)
 
 

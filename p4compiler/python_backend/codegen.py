@@ -25,6 +25,7 @@ from p4compiler.python_backend.scope import (
     TypeBind,
     Var,
 )
+from p4compiler.python_backend.types import type_key
 
 
 class CompileError(P4Error):
@@ -122,6 +123,12 @@ class Compiler:
         self.em = Emitter()  # the global declarations' context
         self.ids = itertools.count(1)
         self.struct_types: dict[int, T.StructLikeT] = {}
+        # specializations of generic structs/headers: (id(decl), type_key of each argument) -> type
+        self.generic_types: dict[Any, T.StructLikeT] = {}
+        # instantiations of generic functions: (id(decl), type_key of each argument) -> the scope
+        # binding the type parameters
+        self.generic_fn_scopes: dict[Any, Scope] = {}
+        self.checked_fns: set[int] = set()  # ids of the function scopes whose bodies are checked
         self.errors: list[str] = []
         self.match_kinds: list[str] = []
         self.tables: list[TableSpec] = []
@@ -233,27 +240,67 @@ class Compiler:
             if isinstance(d, A.ExternDecl):
                 args = [self.resolve_type(a, scope) for a in t.args]
                 return T.ExternT(d.name, args, d)
-            if b.resolved is not None and not t.args:
+            if getattr(d, "type_params", None) and isinstance(
+                    d, (A.HeaderDecl, A.HeaderUnionDecl, A.StructDecl)):
+                return self.specialize(d, t, scope)
+            if t.args:
+                raise err(f"{t.name} is not generic: it takes no type arguments", t)
+            if b.resolved is not None:
                 return b.resolved
             r = self.resolve_decl_type(d, scope, t)
             b.resolved = r
             return r
         raise err(f"unsupported type {type(t).__name__}", t)
 
-    def resolve_decl_type(self, d: Any, scope: Scope, where: Any) -> T.Type:
+    def specialize(self, d: Any, t: A.NamedTypeRef, scope: Scope) -> T.StructLikeT:
+        """`S<A, B>` of a generic struct, header or header union (P4-16 v1.2.4 section 7.2.12,
+        generic types): one StructLikeT per distinct list of type arguments (the same object for
+        every use, so that values of `S<bit<8>>` assign to each other), its fields resolved with
+        the type parameters bound to the arguments. It is named as p4c's SpecializeGenericTypes
+        names the specialized declaration (`S_bit8`)."""
+        if not t.args:
+            raise err(f"{d.name} is generic: give its type arguments ({d.name}<...>)", t)
+        if len(t.args) != len(d.type_params):
+            raise err(f"{d.name} takes {len(d.type_params)} type argument(s), {len(t.args)} given", t)
+        args = [self.resolve_type(a, scope) for a in t.args]
+        for a, at in zip(t.args, args, strict=True):
+            if isinstance(at, (T.VoidT, T.DontCareT, T.StringT, T.ExternT, T.BlockT, T.MatchKindT)):
+                raise err(f"{at} cannot be a type argument of {d.name}", a)
+        key = (id(d), tuple(type_key(a) for a in args))
+        st = self.generic_types.get(key)
+        if st is not None:
+            return st
+        bound = Scope(self.g, kind="generic")
+        for name, at in zip(d.type_params, args, strict=True):
+            bound.add(name, TypeBind(at))
+        name = d.name + "".join("_" + "".join(ch for ch in a.name() if ch not in "<> ").replace(",", "_")
+                                .replace(".", "_") for a in args)
+        st = self.resolve_decl_type(d, bound, t, name=name, key=key)
+        assert isinstance(st, T.StructLikeT)
+        st.generic = (d, tuple(args))
+        return st
+
+    def resolve_decl_type(self, d: Any, scope: Scope, where: Any, *, name: str | None = None,
+                          key: Any = None) -> T.Type:
+        """The type a declaration names. For a generic struct/header (`specialize`), `scope`
+        binds its type parameters, `name` names the specialization and `key` caches it."""
         if isinstance(d, (A.HeaderDecl, A.HeaderUnionDecl, A.StructDecl)):
-            if d.type_params:
-                raise err(f"generic {d.name} is not supported", where)
-            key = id(d)
-            if key in self.struct_types:
-                return self.struct_types[key]
+            if d.type_params and key is None:
+                raise err(f"{d.name} is generic: give its type arguments ({d.name}<...>)", where)
+            cache = self.struct_types if key is None else self.generic_types
+            key = id(d) if key is None else key
+            if key in cache:
+                return cache[key]
             kind = {A.HeaderDecl: "header", A.HeaderUnionDecl: "header_union",
                     A.StructDecl: "struct"}[type(d)]
-            st = T.StructLikeT(kind, d.name, [], d.annotations)
-            st.cls_name = f"{'H' if kind == 'header' else 'S'}_{self.safe(d.name)}_{len(self.struct_types)}"
-            self.struct_types[key] = st
+            tname = name or d.name
+            st = T.StructLikeT(kind, tname, [], d.annotations)
+            n = len(self.struct_types) + len(self.generic_types)
+            st.cls_name = f"{'H' if kind == 'header' else 'S'}_{self.safe(tname)}_{n}"
+            cache[key] = st
+            fscope = self.g if not d.type_params else scope
             for f in d.fields:
-                ft = self.resolve_type(f.type, self.g)
+                ft = self.resolve_type(f.type, fscope)
                 if kind == "header" and T.serial_width(ft) is None and not isinstance(ft, T.VarbitT):
                     raise err(f"header field {d.name}.{f.name} must be bit<>, int<>, bool, varbit or a "
                               f"serializable enum, not {ft}", f)
@@ -286,6 +333,91 @@ class Compiler:
         if isinstance(d, A.PackageDecl):
             return T.BlockT("package", d)
         raise err(f"cannot use {type(d).__name__} as a type", where)
+
+    # ------------------------------------------------------------------ generic functions
+    def scratch(self) -> Any:
+        """Where an expression evaluated only for its type goes (the lowering: a list it drops)."""
+        return Emitter()
+
+    def function_scope(self, b: FuncBind, e: A.Call, scope: Scope) -> Scope:
+        """The scope a call of function `b` checks and lowers its signature and body in: the
+        function's own for a plain function; for a generic one (`T f<T>(in T x)`, P4-16 v1.2.4
+        section 7.2.12 and 10.1) a scope that binds its type parameters to the call's explicit
+        type arguments (`f<bit<8>>(x)`) or to the types the arguments give them (`f(x)`, x of
+        type bit<8>), one per distinct binding: the function is monomorphised per instantiation."""
+        proto = b.decl.proto
+        tps = list(proto.type_params)
+        if not tps:
+            if e.type_args:
+                raise err(f"function {proto.name} is not generic: it takes no type arguments", e)
+            return b.scope
+        found: dict[str, T.Type] = {}
+        if e.type_args:
+            if len(e.type_args) != len(tps):
+                raise err(f"function {proto.name} takes {len(tps)} type argument(s), "
+                          f"{len(e.type_args)} given", e)
+            for name, tr in zip(tps, e.type_args, strict=True):
+                at = self.resolve_type(tr, scope)
+                if not isinstance(at, T.DontCareT):  # `_`: inferred like an omitted one
+                    found[name] = at
+        if len(found) < len(tps):
+            from p4compiler.python_backend.calls import ordered_args
+
+            args = ordered_args(e, proto.params, f"function {proto.name}")
+            for p, a in zip(proto.params, args, strict=False):
+                if a is None or not _mentions(p.type, tps):
+                    continue
+                v = self.value(a, scope, self.scratch())
+                self._unify_param(p.type, v.type, tps, found, b.scope, a, proto.name)
+        missing = [t for t in tps if t not in found]
+        if missing:
+            raise err(f"cannot infer type parameter {missing[0]} of function {proto.name} from the "
+                      f"arguments; give it explicitly ({proto.name}<...>(...))", e)
+        targs = [found[t] for t in tps]
+        for name, at in zip(tps, targs, strict=True):
+            if isinstance(at, (T.IntT, T.VoidT, T.DontCareT, T.StringT, T.ExternT, T.BlockT, T.ListT,
+                               T.MatchKindT)):
+                raise err(f"type parameter {name} of function {proto.name} cannot be {at}"
+                          + ("; give the argument a width (e.g. 8w1) or the type argument explicitly"
+                             if isinstance(at, T.IntT) else ""), e)
+        key = (id(b.decl), tuple(type_key(a) for a in targs))
+        fs = self.generic_fn_scopes.get(key)
+        if fs is None:
+            fs = Scope(b.scope, kind="generic")
+            for name, at in zip(tps, targs, strict=True):
+                fs.add(name, TypeBind(at))
+            self.generic_fn_scopes[key] = fs
+        return fs
+
+    def _unify_param(self, ref: Any, actual: T.Type, tps: list[str], found: dict[str, T.Type],
+                     fscope: Scope, node: Any, fname: str) -> None:
+        """Bind the type parameters `ref` (a parameter's declared type) mentions so that it is
+        `actual` (an argument's type). An untyped integer binds nothing (its width is unknown)."""
+        if isinstance(actual, (T.IntT, T.DontCareT, T.ListT)):
+            return
+        if isinstance(ref, A.NamedTypeRef) and ref.name in tps and not ref.args:
+            prev = found.get(ref.name)
+            if prev is None:
+                found[ref.name] = actual
+            elif type_key(prev) != type_key(actual):
+                raise err(f"type parameter {ref.name} of function {fname} is {prev} from an earlier "
+                          f"argument but {actual} here", node)
+            return
+        if isinstance(ref, A.NamedTypeRef) and ref.args and isinstance(actual, T.StructLikeT) \
+                and actual.generic is not None:
+            b = fscope.lookup(ref.name)
+            decl, targs = actual.generic
+            if isinstance(b, TypeBind) and b.decl is decl and len(targs) == len(ref.args):
+                for r, a in zip(ref.args, targs, strict=True):
+                    self._unify_param(r, a, tps, found, fscope, node, fname)
+            return
+        if isinstance(ref, A.StackTypeRef) and isinstance(actual, T.StackT):
+            self._unify_param(ref.element, actual.element, tps, found, fscope, node, fname)
+            return
+        if isinstance(ref, A.TupleTypeRef) and isinstance(actual, T.TupleT) \
+                and len(ref.elements) == len(actual.elements):
+            for r, a in zip(ref.elements, actual.elements, strict=True):
+                self._unify_param(r, a, tps, found, fscope, node, fname)
 
     # ------------------------------------------------------------------ constants
     def const_int(self, e: A.Expr, scope: Scope) -> int:
@@ -773,3 +905,14 @@ _CMP = {
     "<=": lambda a, b: a <= b,
     ">=": lambda a, b: a >= b,
 }
+
+
+def _mentions(ref: Any, names: list[str]) -> bool:
+    """Whether a type reference names one of the type parameters `names`."""
+    if isinstance(ref, A.NamedTypeRef):
+        return (ref.name in names and not ref.args) or any(_mentions(a, names) for a in ref.args)
+    if isinstance(ref, A.StackTypeRef):
+        return _mentions(ref.element, names)
+    if isinstance(ref, A.TupleTypeRef):
+        return any(_mentions(x, names) for x in ref.elements)
+    return False

@@ -116,6 +116,9 @@ class StructLikeT(Type):
     annotations: list[Any] = field(default_factory=list)
     field_annotations: dict[str, list[Any]] = field(default_factory=dict)
     cls_name: str = ""  # a unique identifier (the IR's type name)
+    # a specialization of a generic declaration (`S<bit<8>>`): (the declaration, the type
+    # arguments); type inference of generic functions matches against it
+    generic: tuple[Any, tuple["Type", ...]] | None = None
 
     def name(self) -> str:
         return self.type_name
@@ -204,6 +207,18 @@ def serial_width(t: Type) -> int | None:
     if isinstance(t, EnumT) and t.underlying is not None:
         return t.underlying.width
     return None
+
+
+def type_key(t: Type) -> Any:
+    """A hashable key equal for two types exactly when same_type holds (and for tuples of equal
+    elements): what specializations of generic declarations are cached by."""
+    if isinstance(t, (BitT, VarbitT, _Singleton)):
+        return t
+    if isinstance(t, StackT):
+        return ("stack", type_key(t.element), t.size)
+    if isinstance(t, (TupleT, ListT)):
+        return ("tuple", tuple(type_key(e) for e in t.elements))
+    return ("id", id(t))
 
 
 def same_type(a: Type, b: Type) -> bool:
