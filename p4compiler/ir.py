@@ -487,7 +487,7 @@ class SelectCase:
 @dataclass(eq=False)
 class Select:
     keys: list[Expr]
-    cases: list[SelectCase]  # no match: NoMatch
+    cases: list[SelectCase]  # no match: the parse ends as on `reject` (bmv2: NoError)
 
 
 @dataclass(eq=False)

@@ -982,7 +982,9 @@ class CEmitter:
                 self.line(go, lvl + 1)
                 break
         else:
-            self.line(f"err = {self.err['NoMatch']}; goto P_error;", lvl + 1)
+            # no case matched, no default: the parse ends as on an explicit reject, parser_error
+            # NoError, as bmv2 runs p4c-bm2-ss's JSON (softswitch/README.md, Known gaps)
+            self.line("goto P_reject;", lvl + 1)
         self.line("}", lvl)
 
     def control_fn(self, role: str, body: list[ir.Stmt]) -> list[str]:

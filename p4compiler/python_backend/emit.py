@@ -785,12 +785,14 @@ class PyEmitter:
             self.line(f"{'if' if first else 'elif'} {cond}:", lvl)
             self.line(self.goto(case.target), lvl + 1)
             first = False
-        no_match = self.p.errors.index("NoMatch") if "NoMatch" in self.p.errors else "'NoMatch'"
+        # no case matches and there is no default: as bmv2 runs p4c-bm2-ss's JSON (no default
+        # transition: the parse ends, parser_error NoError), like an explicit reject; the spec's
+        # error.NoMatch is not raised (softswitch/README.md, Known gaps)
         if first:
-            self.line(f"raise ParserError({no_match})", lvl)
+            self.line(self.goto("reject"), lvl)
         else:
             self.line("else:", lvl)
-            self.line(f"raise ParserError({no_match})", lvl + 1)
+            self.line(self.goto("reject"), lvl + 1)
 
 
 def emit_python(cp: Any, tree: Any = None) -> None:

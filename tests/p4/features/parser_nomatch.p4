@@ -1,6 +1,10 @@
-// A select with no matching case and no default rejects with error.NoMatch (P4-16 spec); in
-// v1model the packet still enters ingress with parser_error set, the header extracted in the
-// failing state stays valid, and the bytes after it are payload.
+// A select with no matching case and no default. The P4-16 spec (v1.2.4 section 13.6, select
+// expressions) says the parser rejects with error.NoMatch; bmv2 as p4c-bm2-ss drives it does
+// not: p4c's bmv2 mid end has no HandleNoMatch pass, so the JSON state has no default
+// transition, and bmv2's ParseState::find_next_state then returns the missing default (null),
+// which ends the parse like accept, parser_error NoError (as for an explicit `transition
+// reject`). The switch does what bmv2 does: ingress sees NoError, the header extracted in the
+// state stays valid, and the bytes after it are payload.
 #include <core.p4>
 #include <v1model.p4>
 
