@@ -309,10 +309,18 @@ class Compiler:
                 st.fields.append((f.name, ft))
                 st.field_annotations[f.name] = f.annotations
             if kind == "header":
-                w = st.bit_width()
-                if w is not None and w % 8 != 0:
-                    raise err(f"header {d.name} is {w} bits long; bmv2 and this switch need a multiple of 8",
-                              d)
+                # p4c-bm2-ss refuses such a header type (HeaderConverter::addHeaderType: "BMv2
+                # target only supports headers with fields totaling a multiple of 8 bits"; a
+                # varbit field counts with its maximum width), and bmv2 extracts, emits and
+                # sizes headers in whole bytes; structs are padded instead, so metadata may be
+                # any width
+                w = sum(ft.max_width if isinstance(ft, T.VarbitT) else (T.serial_width(ft) or 0)
+                        for _, ft in st.fields)
+                if w % 8 != 0:
+                    what = f"header {d.name}" if name is None else f"header {d.name} specialized as {tname}"
+                    raise err(f"{what} has fields totaling {w} bits; p4c-bm2-ss (bmv2) accepts only headers "
+                              "with fields totaling a multiple of 8 bits (pad it, or use a struct for "
+                              "metadata)", d if name is None else where)
             return st
         if isinstance(d, A.EnumDecl):
             if d.underlying is None:
