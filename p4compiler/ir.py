@@ -361,6 +361,19 @@ class TableApply(Stmt):
     cases: list[ActionCase]
     hit: Var | None = None  # bool local set to hit
     action_run: Var | None = None  # bit<32> local set to the action number
+    # A table with an action profile or selector (`implementation`): a hit may also return a
+    # group (GROUP_ACTION, see below); with a selector, the hash of `selector` (algorithm
+    # number `selector_algo`) picks its member. An empty group runs no action, not even a case.
+    indirect: bool = False
+    selector_algo: int = -1
+    selector: list[FieldListItem] = field(default_factory=list)
+
+
+# The action number a table returns for an entry (or default) that refers to a group of an
+# action selector; its arguments are then the group: [n, stride, (action, params...) * n] with
+# each member's words padded to `stride` (1 + the most parameter words of the table's actions),
+# members in the order bmv2 keeps them (by member handle). The chosen one is hash % n.
+GROUP_ACTION = 0xFFFFFFFE
 
 
 @dataclass(eq=False)

@@ -972,9 +972,6 @@ class Lower(_Build):
             scope.add(d.name, _SubBlock(t.decl, p4name, d.args, scope))
             return
         assert isinstance(t, T.ExternT)
-        kind = t.extern_name
-        if kind in ("action_profile", "action_selector"):
-            raise unsupported(kind, d)
         scope.add(d.name, ExternInst(p4name, t, p4name, d))
 
     def inline_control(
@@ -1093,10 +1090,13 @@ class Lower(_Build):
         spec = self.cp.tables[tb.number]
         key_prop = d.prop("key")
         keys = []
+        selector: list[ir.FieldListItem] = []
         for k in key_prop.value if key_prop is not None else []:
-            if k.match_kind == "selector":
+            v = self.value(k.expr, tb.scope, em)
+            if k.match_kind == "selector":  # hashed, in key order, as bmv2's selector input
+                self.flatten_value(self.to_ir(v, k.expr), v.type, None, selector, k.expr)
                 continue
-            keys.append(self.to_ir(self.value(k.expr, tb.scope, em), k.expr))
+            keys.append(self.to_ir(v, k.expr))
         refs = {}
         act_prop = d.prop("actions")
         for r in act_prop.value if act_prop is not None else []:
@@ -1123,7 +1123,9 @@ class Lower(_Build):
                     args[p.name] = a.value
             self.inline_action(b, args, tb.scope, body, _Ctx(), node)
             cases.append(ir.ActionCase(self.action_no[aname], pvars, body))
-        em.append(ir.TableApply(tb.number, keys, cases, hit, action_run))
+        algo = ALGORITHMS[spec.selector_algo] if spec.selector_algo is not None else -1
+        em.append(ir.TableApply(tb.number, keys, cases, hit, action_run, spec.implementation is not None,
+                                algo, selector))
 
     # ------------------------------------------------------------------ calls
     def call(self, e: A.Call, scope: Scope, em: Any, want: Any) -> V:

@@ -152,12 +152,18 @@ class ValueSetInfo:
 
 @dataclass
 class ActionProfileInfo:
+    """An `action_profile(size)` or `action_selector(algo, size, outputWidth)`: a table whose
+    `implementation` it is holds member or group references instead of actions."""
+
     name: str
     table_names: list[str]
     with_selector: bool
     size: int
     id: int | None = None
     annotations: list[str] = field(default_factory=list)
+    max_group_size: int = 0  # @max_group_size(N) (selectors; 0: no limit declared)
+    algorithm: str = ""  # a selector's HashAlgorithm member name (crc16, crc32, identity, ...)
+    output_width: int = 0  # a selector's outputWidth (bmv2 ignores it: the whole hash picks)
 
 
 @dataclass

@@ -303,6 +303,9 @@ def build_p4info(info: ProgramInfo) -> p4info_pb2.P4Info:
         out.table_ids.extend(st.id(TABLE, tn) for tn in ap.table_names)
         out.with_selector = ap.with_selector
         out.size = ap.size
+        if ap.with_selector:  # as p4c writes selectors: @max_group_size, sum-of-weights semantics
+            out.max_group_size = ap.max_group_size
+            out.sum_of_weights.SetInParent()
 
     for c in info.counters:
         out = p4i.counters.add()

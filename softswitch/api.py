@@ -43,6 +43,10 @@ class Unimplemented(SwitchError):
     code = "UNIMPLEMENTED"
 
 
+class InUse(SwitchError):  # e.g. deleting an action-profile member a table entry or group refers to
+    code = "FAILED_PRECONDITION"
+
+
 MAX_PORT = 511  # v1model's standard_metadata ports are bit<9>
 
 
@@ -69,6 +73,10 @@ class TableEntry:
     args: dict[str, int] = field(default_factory=dict)
     priority: int = 0
     is_const: bool = False  # came from `const entries` in the program
+    # A table with an action profile (`implementation`) refers to one of its members or, with a
+    # selector, groups instead of an action (then `action` is "" and `args` empty).
+    member: int | None = None
+    group: int | None = None
 
 
 @dataclass
@@ -102,6 +110,25 @@ class SwitchAPI(Protocol):
     def get_default_entry(self, table: str) -> tuple[str, dict[str, int]]: ...
     def reset_default_entry(self, table: str) -> None: ...  # back to the program's default
     def clear_table(self, table: str) -> None: ...  # removes non-const entries
+    # the default of a table with an action profile may be a member or a group (one of them)
+    def set_default_reference(self, table: str, member: int | None = None,
+                              group: int | None = None) -> None: ...
+    def get_default_reference(self, table: str) -> tuple[str, int] | None: ...  # ("member"|"group", id)
+
+    # action profiles and selectors (by their P4Info name): members are (action, args) shared by
+    # the profile's tables; groups (selectors only) are sets of members of which the selector's
+    # hash picks one per packet. Errors: NotFound, AlreadyExists, InUse (still referred to),
+    # ResourceExhausted (profile size, group max_size).
+    def insert_member(self, profile: str, member_id: int, action: str, args: dict[str, int]) -> None: ...
+    def modify_member(self, profile: str, member_id: int, action: str, args: dict[str, int]) -> None: ...
+    def delete_member(self, profile: str, member_id: int) -> None: ...
+    def read_members(self, profile: str) -> dict[int, tuple[str, dict[str, int]]]: ...
+    def insert_group(self, profile: str, group_id: int, members: Sequence[int],
+                     max_size: int = 0) -> None: ...
+    def modify_group(self, profile: str, group_id: int, members: Sequence[int],
+                     max_size: int = 0) -> None: ...
+    def delete_group(self, profile: str, group_id: int) -> None: ...
+    def read_groups(self, profile: str) -> dict[int, tuple[list[int], int]]: ...  # members, max_size
 
     # direct counters and meters, addressed by the entry's key
     def read_direct_counter(self, entry: TableEntry) -> tuple[int, int]: ...  # (bytes, packets)

@@ -22,6 +22,7 @@ from typing import Any, Mapping, Sequence
 
 from p4compiler.c_backend import wide
 from p4compiler.errors import P4Error
+from p4compiler.ir import GROUP_ACTION
 from p4compiler.python_backend import CompiledProgram
 from p4compiler.python_backend.types import serial_width
 from softswitch import api
@@ -147,7 +148,7 @@ class NativeSwitch(Switch):
             specs = {t.p4name: t for t in program.tables}
             for tinfo in program.info.tables:
                 spec = specs[tinfo.name]
-                fns = {a: None for a in spec.action_fns}
+                fns = {a: a for a in spec.action_fns}  # the mirror's "action" is its name
                 t = Table(tinfo, spec, None, fns, spec.direct_counter, None)  # type: ignore[arg-type]
                 self.tables[tinfo.name] = t
                 self._push_default(t)
@@ -156,6 +157,7 @@ class NativeSwitch(Switch):
                     argd = dict(zip([n for n, _ in spec.action_params[action]], args, strict=False))
                     self.insert_entry(api.TableEntry(tinfo.name, match, action, argd, prio or 0,
                                                      is_const=True))
+            self._make_profiles()
             self._pkt_in = program.controller_headers.get("packet_in")
             self._pkt_out = program.controller_headers.get("packet_out")
             self._outs_p = self.ffi.new("const ss_out **")
@@ -242,30 +244,51 @@ class NativeSwitch(Switch):
         prio = entry.priority if t.needs_priority else 0
         return (self.ffi.new("uint64_t[]", vals or [0]), self.ffi.new("uint64_t[]", masks or [0]), prio)
 
-    def _args(self, t: Table, action: str, args: dict[str, int]) -> Any:
-        words = [x for n, w in t.params[action] for x in wide.split(args[n], w)]  # wide: its limbs
-        return self.ffi.new("uint64_t[]", words or [0])
+    def _words(self, t: Table, action: str, argv: Sequence[int]) -> list[int]:
+        return [x for (_, w), v in zip(t.params[action], argv, strict=True) for x in wide.split(v, w)]
 
-    def _nargs(self, t: Table, action: str) -> int:
-        return sum(len(wide.limb_widths(w)) for _, w in t.params[action])
+    def _call(self, t: Table, fn: Any, argv: tuple) -> tuple[int, Any, int]:
+        """What C runs for a mirror table's resolved call (Entry.fn/argv, Table._default_call):
+        (action number, argument words, their count). A selector's group is SS_GROUP_ACTION with
+        [n, stride, (action, params padded to stride - 1) per member], members in bmv2's order."""
+        if fn == GROUP_ACTION:
+            stride = 1 + max(sum(len(wide.limb_widths(w)) for _, w in ps) for ps in t.params.values())
+            words = [len(argv), stride]
+            for name, av in argv:
+                m = [self._action_no[name], *self._words(t, name, av)]
+                words += m + [0] * (stride - len(m))
+        else:
+            words = self._words(t, fn, argv)
+        action = GROUP_ACTION if fn == GROUP_ACTION else self._action_no[fn]
+        return action, self.ffi.new("uint64_t[]", words or [0]), len(words)
 
     def _push_default(self, t: Table) -> None:
         no = self._table_no[t.name]
-        n = self._nargs(t, t.default_action)
-        self._check(self.lib.ss_table_set_default(self._sw, no, self._action_no[t.default_action],
-                                                  self._args(t, t.default_action, t.default_args), n),
+        self._check(self.lib.ss_table_set_default(self._sw, no, *self._call(t, *t._default_call)),
                     f"the default action of {t.name}")
+
+    def _push_entry(self, t: Table, e: Any, add: bool) -> None:
+        vals, masks, prio = self._entry_arrays(t, t.as_api(e))
+        fn = self.lib.ss_table_add if add else self.lib.ss_table_modify
+        self._check(fn(self._sw, self._table_no[t.name], vals, masks, prio, *self._call(t, e.fn, e.argv)),
+                    f"an entry of {t.name}")
+
+    def _apply_changes(self, changes: list) -> None:
+        for t, entries, default in changes:
+            for e in entries:
+                self._push_entry(t, e, False)
+            if default:
+                self._push_default(t)
+
+    def _default_changed(self, t: Table) -> None:
+        self._push_default(t)
 
     def insert_entry(self, entry: api.TableEntry) -> None:
         with self.lock:
             t = self._table(entry.table)
             t.insert(entry)
-            vals, masks, prio = self._entry_arrays(t, entry)
             try:
-                self._check(self.lib.ss_table_add(self._sw, self._table_no[t.name], vals, masks, prio,
-                                                  self._action_no[entry.action],
-                                                  self._args(t, entry.action, entry.args),
-                                                  self._nargs(t, entry.action)), f"an entry of {t.name}")
+                self._push_entry(t, t.find(entry), True)
             except SwitchError:
                 t.delete(entry) if not entry.is_const else t.entries.pop(t.find(entry).key, None)
                 raise
@@ -274,11 +297,7 @@ class NativeSwitch(Switch):
         with self.lock:
             t = self._table(entry.table)
             t.modify(entry)
-            vals, masks, prio = self._entry_arrays(t, entry)
-            self._check(self.lib.ss_table_modify(self._sw, self._table_no[t.name], vals, masks, prio,
-                                                 self._action_no[entry.action],
-                                                 self._args(t, entry.action, entry.args),
-                                                 self._nargs(t, entry.action)), f"an entry of {t.name}")
+            self._push_entry(t, t.find(entry), False)
 
     def delete_entry(self, entry: api.TableEntry) -> None:
         with self.lock:
@@ -306,11 +325,7 @@ class NativeSwitch(Switch):
             t.clear()
             self._check(self.lib.ss_table_clear(self._sw, self._table_no[t.name]), f"clearing {t.name}")
             for e in t.entries.values():  # const entries stay
-                te = api.TableEntry(t.name, dict(e.match), e.action, dict(e.args), e.priority, True)
-                vals, masks, prio = self._entry_arrays(t, te)
-                self._check(self.lib.ss_table_add(self._sw, self._table_no[t.name], vals, masks, prio,
-                                                  self._action_no[e.action], self._args(t, e.action, e.args),
-                                                  self._nargs(t, e.action)), f"an entry of {t.name}")
+                self._push_entry(t, e, True)
 
     def _direct_counter(self, entry: api.TableEntry, write: tuple[int, int] | None) -> tuple[int, int]:
         t = self._table(entry.table)

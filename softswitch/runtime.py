@@ -109,6 +109,14 @@ def _hash(algo: str, fields: Any) -> int:
     return algorithms.compute_hash(algo, fields)
 
 
+def _pick(group: tuple, h: int) -> tuple[Any, tuple]:
+    """An action selector's choice: member h % n of a group's (action, arguments) pairs, in
+    bmv2's member order; an empty group runs no action (bmv2 logs an error and runs none)."""
+    if not group:
+        return None, ()
+    return group[h % len(group)]
+
+
 def _hash_result(h: int, base: int, mx: int, w: int) -> int:
     return algorithms.hash_result(h, base, mx, w)
 
@@ -192,7 +200,7 @@ def module_globals() -> dict[str, Any]:
         "_EXIT": _EXIT,
     }
     for name in ("_stack_next", "_stack_last", "_stack_at", "_union_set_valid", "_union_valid", "_sext",
-                 "_peek", "_advance", "_hash", "_hash_result", "_csum", "_assert", "_extract_varbit",
+                 "_peek", "_advance", "_hash", "_pick", "_hash_result", "_csum", "_assert", "_extract_varbit",
                  "_pack_varbit"):
         g[name] = globals()[name]
     return g

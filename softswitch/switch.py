@@ -18,7 +18,7 @@ from p4compiler.python_backend.types import serial_width
 from softswitch import algorithms, api, runtime
 from softswitch.api import CloneSession, NotFound, Replica, SwitchError
 from softswitch.runtime import AssertionFailed, ExitSignal, Packet, ParserError
-from softswitch.tables import Counter, DirectMeter, Meter, Register, Table, ValueSet
+from softswitch.tables import ActionProfile, Counter, DirectMeter, Meter, Register, Table, ValueSet
 
 log = logging.getLogger("softswitch")
 
@@ -129,6 +129,7 @@ class Switch:
                     match = {f: m for f, m in zip(t.field_names, keys, strict=False) if m is not None}
                     argd = dict(zip([n for n, _ in spec.action_params[action]], args, strict=False))
                     t.insert(api.TableEntry(tinfo.name, match, action, argd, prio or 0, is_const=True))
+            self._make_profiles()
             self._H, self._M, self._SM = built["classes"]
             # error values are numbers; the run-time helpers raise ParserError by name
             self._errno: dict[Any, int] = {n: i for i, n in enumerate(built["errors"])}
@@ -145,6 +146,69 @@ class Switch:
         t = Table(tinfo, spec, None, acts, spec.direct_counter, dm)  # type: ignore[arg-type]
         self.tables[name] = t
         return t
+
+    def _make_profiles(self) -> None:
+        self.profiles: dict[str, ActionProfile] = {
+            p.name: ActionProfile(p, [self.tables[t] for t in p.table_names])
+            for p in self.info.action_profiles}
+
+    # ------------------------------------------------------------------ action profiles
+    def _profile(self, name: str) -> ActionProfile:
+        p = self.profiles.get(name)
+        if p is None:
+            raise NotFound(f"no action profile named {name}")
+        return p
+
+    def _apply_changes(self, changes: list) -> None:
+        """Members or groups changed: (table, entries resolved again, default too). The Python
+        tables already run the new actions; the native backend pushes them to C."""
+
+    def _default_changed(self, t: Table) -> None:
+        """A table's default changed (the native backend pushes it to C)."""
+
+    def insert_member(self, profile: str, member_id: int, action: str, args: dict[str, int]) -> None:
+        with self.lock:
+            self._profile(profile).insert_member(member_id, action, args)
+
+    def modify_member(self, profile: str, member_id: int, action: str, args: dict[str, int]) -> None:
+        with self.lock:
+            self._apply_changes(self._profile(profile).modify_member(member_id, action, args))
+
+    def delete_member(self, profile: str, member_id: int) -> None:
+        with self.lock:
+            self._profile(profile).delete_member(member_id)
+
+    def read_members(self, profile: str) -> dict[int, tuple[str, dict[str, int]]]:
+        with self.lock:
+            return self._profile(profile).read_members()
+
+    def insert_group(self, profile: str, group_id: int, members: Sequence[int], max_size: int = 0) -> None:
+        with self.lock:
+            self._profile(profile).insert_group(group_id, members, max_size)
+
+    def modify_group(self, profile: str, group_id: int, members: Sequence[int], max_size: int = 0) -> None:
+        with self.lock:
+            self._apply_changes(self._profile(profile).modify_group(group_id, members, max_size))
+
+    def delete_group(self, profile: str, group_id: int) -> None:
+        with self.lock:
+            self._profile(profile).delete_group(group_id)
+
+    def read_groups(self, profile: str) -> dict[int, tuple[list[int], int]]:
+        with self.lock:
+            return self._profile(profile).read_groups()
+
+    def set_default_reference(self, table: str, member: int | None = None, group: int | None = None) -> None:
+        with self.lock:
+            t = self._table(table)
+            if (member is None) == (group is None):
+                raise SwitchError(f"the default of table {table}: give a member or a group")
+            t.set_default_reference(("member", member) if member is not None else ("group", group))  # type: ignore
+            self._default_changed(t)
+
+    def get_default_reference(self, table: str) -> tuple[str, int] | None:
+        with self.lock:
+            return self._table(table).default_ref
 
     # ------------------------------------------------------------------ tables
     def _table(self, name: str) -> Table:

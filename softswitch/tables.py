@@ -7,10 +7,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from p4compiler.model import MatchField, TableInfo
+from p4compiler.ir import GROUP_ACTION
+from p4compiler.model import ActionProfileInfo, MatchField, TableInfo
 from softswitch import api
 from softswitch.api import (
     AlreadyExists,
+    InUse,
     NotFound,
     PermissionDenied,
     ResourceExhausted,
@@ -37,6 +39,7 @@ class Entry:
     packets: int = 0
     bytes: int = 0
     meter: Any = None
+    ref: tuple[str, int] | None = None  # ("member" | "group", id) in a table with an action profile
 
 
 class Table:
@@ -69,11 +72,14 @@ class Table:
         else:
             self.mode = "scan"
         self.allowed = {r.name: r.scope for r in info.action_refs}
+        self.profile: ActionProfile | None = None  # set by ActionProfile for `implementation` tables
+        self.default_ref: tuple[str, int] | None = None
         self._reset_default()
         self._rebuild()
 
     # ------------------------------------------------------------------ defaults
     def _reset_default(self) -> None:
+        self._set_default_ref(None)
         self.default_action = self.spec.default_action
         names = [n for n, _ in self.params[self.default_action]]
         self.default_args = dict(zip(names, self.spec.default_args, strict=False))
@@ -88,12 +94,42 @@ class Table:
         if self.allowed.get(action) == "TABLE_ONLY":
             raise SwitchError(f"action {action} is @tableonly in table {self.name} and cannot be the default")
         argv = self._check_args(action, args)
+        self._set_default_ref(None)
         self.default_action = action
         self.default_args = dict(args)
         self._default_call = (self.action_fns[action], argv)
 
     def reset_default(self) -> None:
         self._reset_default()
+
+    def set_default_reference(self, ref: tuple[str, int]) -> None:
+        """The default of a table with an action profile: one of its members or groups."""
+        if self.profile is None:
+            raise SwitchError(f"table {self.name} has no action profile; its default is an action")
+        if self.info.default_action_const:
+            raise PermissionDenied(
+                f"table {self.name} has a const default action ({self.spec.default_action})")
+        call = self.profile.resolve(self, ref)
+        self._set_default_ref(ref)
+        self.default_action, self.default_args = "", {}
+        self._default_call = call
+
+    def _set_default_ref(self, ref: tuple[str, int] | None) -> None:
+        if self.profile is not None:
+            self.profile.count_ref(self.default_ref, -1)
+            self.profile.count_ref(ref, 1)
+        self.default_ref = ref
+
+    def refresh(self, ref: tuple[str, int]) -> tuple[list[Entry], bool]:
+        """Resolve again the entries (and the default) that refer to member or group `ref` after
+        it changed: (the entries changed, whether the default did)."""
+        assert self.profile is not None
+        changed = [e for e in self.entries.values() if e.ref == ref]
+        for e in changed:
+            e.fn, e.argv = self.profile.resolve(self, ref)
+        if self.default_ref == ref:
+            self._default_call = self.profile.resolve(self, ref)
+        return changed, self.default_ref == ref
 
     # ------------------------------------------------------------------ entries
     def _check_args(self, action: str, args: dict[str, int]) -> tuple:
@@ -184,22 +220,45 @@ class Table:
             raise SwitchError(f"value {v!r} of {name} does not fit in {w} bits")
 
     def _make(self, entry: api.TableEntry) -> Entry:
+        ref = _entry_ref(entry)
+        if ref is not None or self.profile is not None:
+            return self._make_indirect(entry, ref)
         if entry.action not in self.action_fns:
             raise NotFound(f"action {entry.action} is not an action of table {self.name}")
         if self.allowed.get(entry.action) == "DEFAULT_ONLY":
             raise SwitchError(f"action {entry.action} is @defaultonly in table {self.name}")
         argv = self._check_args(entry.action, entry.args)
         norm, checks, ranges, _, plen = self._normalize(entry)
-        if self.needs_priority:
-            if entry.priority <= 0:
-                raise SwitchError(
-                    f"table {self.name} has ternary/range/optional keys: entries need a priority > 0")
-            prio = entry.priority
-        else:
-            prio = 0
+        prio = self._priority(entry)
         rank = ((prio if self.spec.largest_priority_wins else -prio), plen)
         return Entry(norm + (prio,), dict(entry.match), entry.action, dict(entry.args), prio,
                      self.action_fns[entry.action], argv, checks, ranges, rank, entry.is_const)
+
+    def _make_indirect(self, entry: api.TableEntry, ref: tuple[str, int] | None) -> Entry:
+        if self.profile is None:
+            raise SwitchError(f"table {self.name} has no action profile: its entries name an action, "
+                              "not a member or group")
+        if ref is None or entry.action or entry.args:
+            raise SwitchError(f"table {self.name} uses action profile {self.profile.name}: an entry "
+                              "refers to one of its members or groups, not to an action")
+        fn, argv = self.profile.resolve(self, ref)
+        norm, checks, ranges, _, plen = self._normalize(entry)
+        prio = self._priority(entry)
+        rank = ((prio if self.spec.largest_priority_wins else -prio), plen)
+        return Entry(norm + (prio,), dict(entry.match), "", {}, prio, fn, argv, checks, ranges, rank,
+                     entry.is_const, ref=ref)
+
+    def _priority(self, entry: api.TableEntry) -> int:
+        if not self.needs_priority:
+            return 0
+        if entry.priority <= 0:
+            raise SwitchError(
+                f"table {self.name} has ternary/range/optional keys: entries need a priority > 0")
+        return entry.priority
+
+    def _count(self, e: Entry | None, delta: int) -> None:
+        if self.profile is not None and e is not None:
+            self.profile.count_ref(e.ref, delta)
 
     def insert(self, entry: api.TableEntry) -> None:
         if self.info.is_const_table and not entry.is_const:
@@ -210,6 +269,7 @@ class Table:
         if len(self.entries) >= self.info.size and not entry.is_const:
             raise ResourceExhausted(f"table {self.name} is full ({self.info.size} entries)")
         self.entries[e.key] = e
+        self._count(e, 1)
         self._rebuild()
 
     def modify(self, entry: api.TableEntry) -> None:
@@ -221,6 +281,8 @@ class Table:
             raise NotFound(f"table {self.name} has no entry with this key")
         e.packets, e.bytes, e.meter = old.packets, old.bytes, old.meter
         self.entries[e.key] = e
+        self._count(old, -1)
+        self._count(e, 1)
         self._rebuild()
 
     def delete(self, entry: api.TableEntry) -> None:
@@ -231,7 +293,7 @@ class Table:
         key = norm + (prio,)
         if key not in self.entries:
             raise NotFound(f"table {self.name} has no entry with this key")
-        del self.entries[key]
+        self._count(self.entries.pop(key), -1)
         self._rebuild()
 
     def find(self, entry: api.TableEntry) -> Entry:
@@ -243,12 +305,19 @@ class Table:
         return e
 
     def clear(self) -> None:
+        for e in self.entries.values():
+            if not e.is_const:
+                self._count(e, -1)
         self.entries = {k: e for k, e in self.entries.items() if e.is_const}
         self._rebuild()
 
     def read(self) -> list[api.TableEntry]:
-        return [api.TableEntry(self.name, dict(e.match), e.action, dict(e.args), e.priority, e.is_const)
-                for e in self.entries.values()]
+        return [self.as_api(e) for e in self.entries.values()]
+
+    def as_api(self, e: Entry) -> api.TableEntry:
+        ref = e.ref or ("", None)
+        return api.TableEntry(self.name, dict(e.match), e.action, dict(e.args), e.priority, e.is_const,
+                              ref[1] if ref[0] == "member" else None, ref[1] if ref[0] == "group" else None)
 
     # ------------------------------------------------------------------ lookup
     def _rebuild(self) -> None:
@@ -307,6 +376,191 @@ class Table:
         if self.direct_meter is not None:
             P.meter_color[self.direct_meter.name] = self.direct_meter.execute_entry(e, P.length)
         return True, e.fn, e.argv
+
+
+def _entry_ref(entry: api.TableEntry) -> tuple[str, int] | None:
+    if entry.member is not None and entry.group is not None:
+        raise SwitchError(f"an entry of table {entry.table} refers to a member or a group, not both")
+    if entry.member is not None:
+        return ("member", entry.member)
+    if entry.group is not None:
+        return ("group", entry.group)
+    return None
+
+
+@dataclass
+class Member:
+    action: str
+    args: dict[str, int]
+    handle: int  # bmv2's member handle: the lowest free one when created; orders group members
+
+
+@dataclass
+class Group:
+    members: set[int]
+    max_size: int = 0
+
+
+class ActionProfile:
+    """An action profile or selector (bmv2's ActionProfile): members (an action and its
+    arguments, shared by every table of the profile) and, for a selector, groups of members.
+    Table entries and defaults refer to them; this object resolves a reference to what a table
+    runs (Table.run's (action, arguments)), counts references (a member or group still referred
+    to cannot be deleted) and tells the tables to resolve again when one changes
+    (`changed(ref)` returns what changed so that the native backend can push it to C).
+
+    A group resolves to (GROUP_ACTION, ((action, arguments), ...)) with its members ordered by
+    member handle, as bmv2's group (a set of handles) keeps them; the generated code picks
+    member hash % n (bmv2's ActionProfile::GroupMgr::get_from_hash)."""
+
+    def __init__(self, info: ActionProfileInfo, tables: list[Table]):
+        self.info = info
+        self.name = info.name
+        self.tables = tables
+        self.members: dict[int, Member] = {}
+        self.groups: dict[int, Group] = {}
+        self.refs: dict[tuple[str, int], int] = {}  # entries, defaults and groups referring
+        for t in tables:
+            t.profile = self
+
+    # ------------------------------------------------------------------ references
+    def count_ref(self, ref: tuple[str, int] | None, delta: int) -> None:
+        if ref is not None:
+            self.refs[ref] = self.refs.get(ref, 0) + delta
+
+    def resolve(self, table: Table, ref: tuple[str, int]) -> tuple[Any, tuple]:
+        kind, rid = ref
+        if kind == "member":
+            m = self.members.get(rid)
+            if m is None:
+                raise NotFound(f"action profile {self.name} has no member {rid}")
+            return table.action_fns[m.action], table._check_args(m.action, m.args)
+        if not self.info.with_selector:
+            raise SwitchError(f"action profile {self.name} has no selector: entries refer to members only")
+        g = self.groups.get(rid)
+        if g is None:
+            raise NotFound(f"action profile {self.name} has no group {rid}")
+        return GROUP_ACTION, tuple(self.resolve(table, ("member", mid)) for mid in self.ordered(g))
+
+    def ordered(self, g: Group) -> list[int]:
+        return sorted(g.members, key=lambda mid: self.members[mid].handle)
+
+    def changed(self, ref: tuple[str, int]) -> list[tuple[Table, list[Entry], bool]]:
+        out = []
+        for t in self.tables:
+            entries, default = t.refresh(ref)
+            out.append((t, entries, default))
+        return out
+
+    # ------------------------------------------------------------------ members
+    def _check_member(self, member_id: int, action: str, args: dict[str, int]) -> None:
+        if isinstance(member_id, bool) or not isinstance(member_id, int) or member_id < 0:
+            raise SwitchError(f"member id {member_id!r} of action profile {self.name} is not an int >= 0")
+        for t in self.tables:
+            if action not in t.action_fns:
+                raise NotFound(f"action {action} is not an action of table {t.name} "
+                               f"(action profile {self.name})")
+            if t.allowed.get(action) == "DEFAULT_ONLY":
+                raise SwitchError(f"action {action} is @defaultonly in table {t.name}")
+            t._check_args(action, args)
+
+    def insert_member(self, member_id: int, action: str, args: dict[str, int]) -> None:
+        self._check_member(member_id, action, args)
+        if member_id in self.members:
+            raise AlreadyExists(f"action profile {self.name} already has member {member_id}")
+        if len(self.members) >= self.info.size:
+            raise ResourceExhausted(f"action profile {self.name} is full ({self.info.size} members)")
+        used = {m.handle for m in self.members.values()}
+        handle = next(h for h in range(len(used) + 1) if h not in used)
+        self.members[member_id] = Member(action, dict(args), handle)
+
+    def modify_member(self, member_id: int, action: str, args: dict[str, int]) -> list:
+        self._check_member(member_id, action, args)
+        m = self.members.get(member_id)
+        if m is None:
+            raise NotFound(f"action profile {self.name} has no member {member_id}")
+        m.action, m.args = action, dict(args)
+        out = self.changed(("member", member_id))
+        for gid, g in self.groups.items():
+            if member_id in g.members:
+                out += self.changed(("group", gid))
+        return out
+
+    def delete_member(self, member_id: int) -> None:
+        if member_id not in self.members:
+            raise NotFound(f"action profile {self.name} has no member {member_id}")
+        if self.refs.get(("member", member_id)):
+            raise InUse(f"member {member_id} of action profile {self.name} is still referred to by "
+                        "a table entry, a default or a group")
+        del self.members[member_id]
+        self.refs.pop(("member", member_id), None)
+
+    def read_members(self) -> dict[int, tuple[str, dict[str, int]]]:
+        return {mid: (m.action, dict(m.args)) for mid, m in self.members.items()}
+
+    # ------------------------------------------------------------------ groups
+    def _group_members(self, group_id: int, members: Sequence[int], max_size: int) -> set[int]:
+        if not self.info.with_selector:
+            raise SwitchError(f"action profile {self.name} has no selector: it has no groups")
+        if isinstance(group_id, bool) or not isinstance(group_id, int) or group_id < 0:
+            raise SwitchError(f"group id {group_id!r} of action profile {self.name} is not an int >= 0")
+        if not isinstance(max_size, int) or max_size < 0:
+            raise SwitchError(f"max_size {max_size!r} of group {group_id} is negative")
+        limit = self.info.max_group_size
+        if limit and max_size > limit:
+            raise ResourceExhausted(f"group {group_id}: max_size {max_size} is over the max_group_size "
+                                    f"{limit} of action profile {self.name}")
+        ids = list(members)
+        if len(set(ids)) != len(ids):
+            raise SwitchError(f"group {group_id} of action profile {self.name} lists a member twice")
+        for mid in ids:
+            if mid not in self.members:
+                raise NotFound(f"action profile {self.name} has no member {mid} (group {group_id})")
+        for cap in (max_size, limit):
+            if cap and len(ids) > cap:
+                raise ResourceExhausted(f"group {group_id} of action profile {self.name} holds at most "
+                                        f"{cap} members; {len(ids)} given")
+        return set(ids)
+
+    def insert_group(self, group_id: int, members: Sequence[int], max_size: int = 0) -> None:
+        ms = self._group_members(group_id, members, max_size)
+        if group_id in self.groups:
+            raise AlreadyExists(f"action profile {self.name} already has group {group_id}")
+        if len(self.groups) >= self.info.size:
+            raise ResourceExhausted(f"action profile {self.name} is full ({self.info.size} groups)")
+        self.groups[group_id] = Group(ms, max_size)
+        for mid in ms:
+            self.count_ref(("member", mid), 1)
+
+    def modify_group(self, group_id: int, members: Sequence[int], max_size: int = 0) -> list:
+        ms = self._group_members(group_id, members, max_size)
+        g = self.groups.get(group_id)
+        if g is None:
+            raise NotFound(f"action profile {self.name} has no group {group_id}")
+        if g.max_size and max_size and max_size != g.max_size:
+            raise SwitchError(f"group {group_id}: max_size cannot change ({g.max_size} to {max_size})")
+        for mid in g.members:
+            self.count_ref(("member", mid), -1)
+        for mid in ms:
+            self.count_ref(("member", mid), 1)
+        g.members = ms
+        g.max_size = max_size or g.max_size
+        return self.changed(("group", group_id))
+
+    def delete_group(self, group_id: int) -> None:
+        g = self.groups.get(group_id)
+        if g is None:
+            raise NotFound(f"action profile {self.name} has no group {group_id}")
+        if self.refs.get(("group", group_id)):
+            raise InUse(f"group {group_id} of action profile {self.name} is still referred to by a "
+                        "table entry or a default")
+        for mid in g.members:
+            self.count_ref(("member", mid), -1)
+        del self.groups[group_id]
+        self.refs.pop(("group", group_id), None)
+
+    def read_groups(self) -> dict[int, tuple[list[int], int]]:
+        return {gid: (self.ordered(g), g.max_size) for gid, g in self.groups.items()}
 
 
 # ---------------------------------------------------------------------------- externs

@@ -144,13 +144,14 @@ def test_action_call_with_wrong_argument_count(tmp_path: Path) -> None:
     assert "set" in msg
 
 
-def test_unsupported_action_selector_is_reported_at_the_property(tmp_path: Path) -> None:
-    locals_ = ("    action_selector(HashAlgorithm.crc16, 32w16, 32w8) sel;\n"
+def test_bad_implementation_is_reported_at_the_property(tmp_path: Path) -> None:
+    """`implementation` must name or instantiate an action_profile / action_selector."""
+    locals_ = ("    register<bit<8>>(4) r;\n"
                "    table t {\n        key = { hdr.h.a : exact; }\n        actions = { NoAction; }\n"
-               "        implementation = sel;\n    }\n")
+               "        implementation = r;\n    }\n")
     line, _, msg = error_at(tmp_path, ingress("        t.apply();", locals_))
-    assert line == HEAD_LINES + 6  # the `implementation = sel;` line
-    assert "not supported" in msg
+    assert line == HEAD_LINES + 6  # the `implementation = r;` line
+    assert "not an action_profile or action_selector" in msg, msg
 
 
 def test_exit_copies_out_and_out_headers_start_invalid(tmp_path: Path) -> None:
@@ -203,13 +204,19 @@ def test_for_loop_in_a_parser_state_is_refused(tmp_path: Path) -> None:
     assert line == 8 and "not allowed in parser states" in msg, msg
 
 
-def test_toplevel_action_profile_is_refused_at_its_declaration(tmp_path: Path) -> None:
-    """Top-level registers, counters and meters are accepted (tests/p4/features/
-    toplevel_externs); a top-level action profile or selector is refused where it is declared."""
-    for decl in ("action_profile(32w16) ap;", "action_selector(HashAlgorithm.crc16, 32w16, 32w8) ap;"):
-        src = ingress("        meta.m = 1;").replace("control I(", decl + "\ncontrol I(")
-        line, _, msg = error_at(tmp_path, src)
-        assert line == HEAD_LINES + 1 and "top level" in msg, msg
+def test_selector_keys_need_an_action_selector(tmp_path: Path) -> None:
+    """A `selector` key is hashed by the table's action_selector: without one it is an error at
+    the key; a selector without selector keys is an error at the property."""
+    for impl, where, text in (("", 4, "no action_selector"),
+                              ("implementation = action_profile(32w4);", 4, "need an action_selector")):
+        locals_ = ("    table t {\n        actions = { NoAction; }\n"
+                   f"        key = {{ hdr.h.a : selector; }}\n        {impl}\n    }}\n")
+        line, _, msg = error_at(tmp_path, ingress("        t.apply();", locals_))
+        assert line == HEAD_LINES + where and text in msg, msg
+    locals_ = ("    table t {\n        key = { hdr.h.a : exact; }\n        actions = { NoAction; }\n"
+               "        implementation = action_selector(HashAlgorithm.crc16, 32w4, 32w8);\n    }\n")
+    line, _, msg = error_at(tmp_path, ingress("        t.apply();", locals_))
+    assert line == HEAD_LINES + 5 and "no selector keys" in msg, msg
 
 
 def test_direct_counter_on_two_tables_is_refused(tmp_path: Path) -> None:

@@ -133,13 +133,13 @@ BAD_PROGRAMS = {  # name: (decls, body of control I, line:col of the error, mess
     "type_error_width": ("", "    apply { hdr.h.f = hdr.h.g; }", "13:13", "bit<16>"),
     "type_error_condition": ("", "    apply { if (hdr.h.f) { a(1); } }", "13:17", "bool"),
     "unknown_field": ("", "    apply { hdr.h.nosuch = 1; }", "13:13", "nosuch"),
-    "action_profile": (
+    "selector_without_selector": (
         "",
         "    action_profile(32w128) ap;\n"
-        "    table t { key = { hdr.h.f: exact; } actions = { a; } implementation = ap; }\n"
+        "    table t { key = { hdr.h.f: selector; } actions = { a; } implementation = ap; }\n"
         "    apply { t.apply(); }",
         "14:",
-        "not supported",
+        "need an action_selector",
     ),
     "unknown_extern": (
         "extern Foo {\n    Foo();\n    void bar();\n}",
@@ -352,7 +352,7 @@ def _with_line_replaced(source: str, old: str, new: str) -> tuple[bytes, int]:
 
 
 AP_LINE = "register<bit<32>>(16) last_seen;"
-AP_DECL = "    register<bit<32>>(16) last_seen; action_profile(32w4) ap;"
+AP_DECL = "    register<bit<32>>(16) last_seen; action_selector(HashAlgorithm.crc16, 32w4, 32w8) ap;"
 ACL_AP = ("counters = acl_counter;", "        counters = acl_counter; implementation = ap;")
 
 
@@ -361,7 +361,7 @@ ACL_AP = ("counters = acl_counter;", "        counters = acl_counter; implementa
     [
         ([("hdr.ipv4.ttl = hdr.ipv4.ttl - 1;", "        hdr.ipv4.ttl = hdr.ipv4.ttl - ;")], "syntax error"),
         ([("hdr.ipv4.ttl = hdr.ipv4.ttl - 1;", "        hdr.ipv4.ttl = hdr.ipv4.srcAddr;")], "bit<32>"),
-        ([(AP_LINE, AP_DECL), ACL_AP], "not supported"),
+        ([(AP_LINE, AP_DECL), ACL_AP], "has no selector keys"),
     ],
     ids=["syntax", "type", "action_profile"],
 )

@@ -35,11 +35,6 @@ def emit_c(program: CompiledProgram) -> NativeProgram:
     """Generate the C program and its manifest (raises NativeUnsupported for uncovered constructs)."""
     from p4compiler.c_backend.emit import CEmitter
 
-    for t in program.info.tables:
-        if t.implementation is not None:
-            raise NativeUnsupported(
-                f"the native backend does not support action profiles yet (table {t.name})"
-            )
     for t in program.tables:  # SS_MAX_KEYS key fields, a key wider than 64 bits counting its limbs
         if sum(len(limb_widths(w)) for w in t.key_widths) > 64:
             raise NativeUnsupported(

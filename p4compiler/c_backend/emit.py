@@ -610,6 +610,16 @@ class CEmitter:
         self.line(f"    uint32_t {a} = 0; const uint64_t *{r} = 0;", lvl)
         self.line(f"    int {h} = ss_table_apply(c, {st.table}, {k}, &{a}, &{r});", lvl)
         self.line(f"    (void){h}; (void){r};", lvl)
+        if st.selector:  # a group (SS_GROUP_ACTION): the selector keys' hash picks member hash % n
+            self.line(f"    if ({a} == SS_GROUP_ACTION) {{", lvl)
+            b = self.bits_input(st.selector, lvl + 2)
+            self.line(f"uint64_t n_ = {r}[0];", lvl + 2)
+            self.line(f"if (n_ == 0) {{ {a} = SS_NO_ACTION; }} else {{", lvl + 2)
+            pick = f"ss_hash({st.selector_algo}, {b}.buf, {b}.nbits, NULL, 0) % n_"
+            self.line(f"const uint64_t *m_ = {r} + 2 + ({pick}) * {r}[1];", lvl + 3)
+            self.line(f"{a} = (uint32_t)m_[0]; {r} = m_ + 1;", lvl + 3)
+            self.line("}", lvl + 2)
+            self.line("    }", lvl)
         if st.hit is not None:
             self.line(f"    {self.x(st.hit)} = (uint64_t)({h} != 0);", lvl)
         if st.action_run is not None:

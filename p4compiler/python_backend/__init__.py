@@ -111,6 +111,7 @@ class _Build(Compiler):
         self.pending_tables: list[tuple[Any, Any, str, str]] = []
         self.direct_counters: dict[str, Any] = {}
         self.direct_meters: dict[str, Any] = {}
+        self.action_profile_decls: dict[str, M.ActionProfileInfo] = {}  # declared; in info once used
         self.info = M.ProgramInfo()
 
     def run(self) -> CompiledProgram:
@@ -165,8 +166,8 @@ class _Build(Compiler):
         v1.2.4 section 10.3.2, restrictions on top-level instantiations: extern objects may be
         instantiated there; p4c's translations of P4-14 programs declare them so). Each is one
         object shared by every block that names it, called by its own name in P4Info (no control
-        prefix, as p4c names it). Action profiles and selectors are refused: this switch
-        supports them only in the control whose table uses them."""
+        prefix, as p4c names it); an action profile or selector there may serve tables of
+        several controls."""
         out = []
         for d in self.program.decls:
             if not isinstance(d, A.Instance) or d.name == "main":
@@ -176,9 +177,6 @@ class _Build(Compiler):
                 continue  # a parser/control instance (a V1Switch argument), or a package
             if not isinstance(t, T.ExternT):
                 raise err(f"cannot instantiate {t}", d)
-            if t.extern_name in ("action_profile", "action_selector"):
-                raise err(f"{t.extern_name} {d.name} is declared at the top level; this switch "
-                          "supports action profiles only inside the control whose table uses them", d)
             out.append(d)
         return out
 

@@ -142,7 +142,10 @@ def extern_instance(cp: Compiler, d: A.Instance, scope: Scope, prefix: str) -> N
         unit = "BYTES" if str(consts[0]).endswith("bytes") else "PACKETS"
         spec_args = {"unit": unit}
         cp.direct_meters[p4name] = (unit, pid, anns)
-    elif kind in ("action_profile", "action_selector", "Checksum16"):
+    elif kind in ("action_profile", "action_selector"):
+        cp.action_profile_decls[p4name] = _action_profile(cp, kind, consts, d, p4name, d.annotations)
+        spec_args = {"args": consts}
+    elif kind == "Checksum16":
         spec_args = {"args": consts}
     else:
         raise err(f"extern {kind} is not supported by this switch", d)
@@ -369,6 +372,7 @@ def finish_table(cp: Compiler, d: A.TableDecl, scope: Scope, p4name: str, code: 
     key_prop = d.prop("key")
     keys = key_prop.value if key_prop is not None else []
     kinds, widths, mfs = [], [], []
+    selector_keys: list[A.KeyElement] = []
     em = Emitter()
     for i, k in enumerate(keys, start=1):
         if k.match_kind not in cp.match_kinds:
@@ -386,6 +390,7 @@ def finish_table(cp: Compiler, d: A.TableDecl, scope: Scope, p4name: str, code: 
         else:
             raise err(f"table key of type {t} is not supported", k.expr)
         if k.match_kind == "selector":
+            selector_keys.append(k)
             continue
         nm = A.find_annotation(k.annotations, "name")
         fname = nm.string_arg() if nm is not None else cp.text(k.expr)
@@ -455,7 +460,7 @@ def finish_table(cp: Compiler, d: A.TableDecl, scope: Scope, p4name: str, code: 
     sp = d.prop("size")
     if sp is not None:
         size = cp.const_int(sp.value, scope)
-    dcounter = dmeter = impl = None
+    dcounter = dmeter = impl = impl_prop = None
     idle = False
     largest_wins = True
     delta = 1
@@ -465,8 +470,7 @@ def finish_table(cp: Compiler, d: A.TableDecl, scope: Scope, p4name: str, code: 
         elif p.name == "meters":
             dmeter = _instance_name(cp, p.value, scope, "direct_meter")
         elif p.name == "implementation":
-            impl = _instance_name(cp, p.value, scope, None)
-            raise err("action profiles and selectors are not supported by this switch yet", p)
+            impl, impl_prop = _implementation(cp, p, scope, p4name), p
         elif p.name == "support_timeout":
             idle = bool(cp.value(p.value, scope, Emitter()).const)
         elif p.name == "largest_priority_wins":
@@ -527,6 +531,27 @@ def finish_table(cp: Compiler, d: A.TableDecl, scope: Scope, p4name: str, code: 
             other = next(x.table for x in used if x.name == name)
             raise err(f"{what} {name} is already attached to table {other}; a direct counter or "
                       "meter belongs to one table", d)
+    profile = None
+    if impl is not None:
+        profile = cp.action_profile_decls[impl]
+        if not profile.with_selector and selector_keys:
+            raise err(f"table {d.name} has selector keys but its implementation {impl} is an "
+                      "action_profile; selector keys need an action_selector", selector_keys[0].expr)
+        if profile.with_selector and not selector_keys:
+            raise err(f"table {d.name} uses action_selector {impl} but has no selector keys", impl_prop)
+        if entries_prop is not None:
+            raise err(f"table {d.name} has an implementation ({impl}) and entries; entries of such "
+                      "a table are member or group references, which a program cannot write", entries_prop)
+        if profile not in cp.info.action_profiles:
+            cp.info.action_profiles.append(profile)
+        else:  # members are shared: each must be an action of every table (p4c checks the same)
+            first = next(s for s in cp.tables if s.p4name == profile.table_names[0])
+            if set(first.action_fns) != set(action_fns):
+                raise err(f"table {d.name} shares {impl} with table {first.p4name} but not its actions", d)
+        profile.table_names.append(p4name)
+    elif selector_keys:
+        raise err(f"table {d.name} has selector keys but no action_selector implementation",
+                  selector_keys[0].expr)
     cp.info.tables.append(info)
     if dcounter:
         unit, pid, anns = cp.direct_counters[dcounter]
@@ -535,8 +560,64 @@ def finish_table(cp: Compiler, d: A.TableDecl, scope: Scope, p4name: str, code: 
         unit, pid, anns = cp.direct_meters[dmeter]
         cp.info.direct_meters.append(M.DirectMeterInfo(dmeter, unit, p4name, pid, anns))
     spec = TableSpec(p4name, key_fn, kinds, widths, action_fns, action_params, dname, dargs, entries,
-                     dcounter, dmeter, size, largest_wins)
+                     dcounter, dmeter, size, largest_wins, impl,
+                     profile.algorithm if profile is not None and profile.with_selector else None)
     cp.tables.append(spec)
+
+
+def _action_profile(cp: Compiler, kind: str, consts: list[Any], d: Any, p4name: str,
+                    annotations: list[A.Annotation]) -> M.ActionProfileInfo:
+    """The control-plane record of `action_profile(size)` / `action_selector(algo, size,
+    outputWidth)` (v1model.p4), declared as an instance or inline in a table's `implementation`.
+    p4c reads @max_group_size into P4Info's max_group_size instead of an annotation."""
+    want = 1 if kind == "action_profile" else 3
+    if len(consts) != want:
+        raise err(f"{kind} takes {want} argument(s), {len(consts)} given", d)
+    ints = consts[-2:] if kind == "action_selector" else consts
+    for c in ints:
+        if not isinstance(c, int) or isinstance(c, bool) or c < 0:
+            raise err(f"the size arguments of {kind} {p4name} must be compile-time non-negative integers", d)
+    algo = ""
+    if kind == "action_selector":
+        from p4compiler.lower import ALGORITHMS
+
+        algo = str(consts[0]).split(".")[-1]
+        if algo not in ALGORITHMS or algo in ("csum16",):
+            raise err(f"action_selector {p4name}: hash algorithm {consts[0]} is not supported", d)
+    mg = A.find_annotation(annotations, "max_group_size")
+    idann = A.find_annotation(annotations, "id")
+    anns = [a.source() for a in annotations if a.name not in ("name", "id", "max_group_size")]
+    return M.ActionProfileInfo(
+        p4name, [], kind == "action_selector", ints[0], int(idann.body, 0) if idann else None, anns,
+        int(mg.body, 0) if mg is not None else 0, algo, ints[1] if kind == "action_selector" else 0)
+
+
+def _implementation(cp: Compiler, p: A.TableProperty, scope: Scope, table: str) -> str:
+    """The name of the action profile a table's `implementation` property names, or instantiates
+    there (`implementation = action_selector(...)`: named by the property's @name, else after
+    the table, as p4c names it)."""
+    e = p.value
+    if isinstance(e, A.NameExpr):
+        name = _instance_name(cp, e, scope, None)
+        if name not in cp.action_profile_decls:
+            raise err(f"{e.name} is not an action_profile or action_selector", e)
+        return name
+    ctype = args = None
+    if isinstance(e, A.Construct):
+        ctype, args = e.type, e.args
+    elif isinstance(e, A.Call) and isinstance(e.callee, A.NameExpr):
+        ctype, args = A.NamedTypeRef(e.callee.name), e.args
+    if ctype is not None:
+        t = cp.resolve_type(ctype, scope)
+        if isinstance(t, T.ExternT) and t.extern_name in ("action_profile", "action_selector"):
+            nm = A.find_annotation(p.annotations, "name")
+            name = nm.string_arg().lstrip(".") if nm is not None else table
+            if name in cp.action_profile_decls:
+                raise err(f"another action profile is already named {name}", p)
+            consts = [cp.value(a.value, scope, Emitter()).const for a in args]
+            cp.action_profile_decls[name] = _action_profile(cp, t.extern_name, consts, p, name, p.annotations)
+            return name
+    raise err("implementation must name or instantiate an action_profile or action_selector", p)
 
 
 def _param_width(cp: Compiler, p: A.Param, scope: Scope) -> int:

@@ -79,6 +79,8 @@ class TableSpec:
     direct_meter: str | None = None
     size: int = 1024
     largest_priority_wins: bool = True
+    implementation: str | None = None  # the action profile / selector holding its actions
+    selector_algo: str | None = None  # a selector's hash algorithm (HashAlgorithm member name)
 
 
 @dataclass

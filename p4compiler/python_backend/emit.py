@@ -593,11 +593,14 @@ class PyEmitter:
         act = self.x(st.action_run) if st.action_run is not None else self.tmp("a")
         args = self.tmp("g")
         self.line(f"{hit}, {act}, {args} = _T{st.table}(({''.join(k + ', ' for k in keys)}), P)", lvl)
+        if st.selector:  # a group: the hash of the selector keys picks its member
+            self.line(f"if {act} == {ir.GROUP_ACTION}: {act}, {args} = _pick({args}, "
+                      f"_hash({_ALGO_NAMES[st.selector_algo]!r}, {self.fields(st.selector)}))", lvl)
         for i, case in enumerate(st.cases):
-            if len(st.cases) == 1:
+            if len(st.cases) == 1 and not st.indirect:
                 inner = lvl
-            else:
-                last = i == len(st.cases) - 1
+            else:  # an indirect table's empty group runs no case: no catch-all `else`
+                last = i == len(st.cases) - 1 and not st.indirect
                 head = "else:" if last else f"{'if' if i == 0 else 'elif'} {act} == {case.action}:"
                 self.line(head, lvl)
                 inner = lvl + 1

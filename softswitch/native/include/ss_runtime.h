@@ -45,6 +45,10 @@
                                   * never fails for want of room */
 #define SS_NO_ACTION 4294967295u /* UINT32_MAX: ss_table_apply's action on a miss before a
                                   * default is set (runs no action) */
+#define SS_GROUP_ACTION 4294967294u /* an entry or default referring to an action selector's
+                                     * group: its args are [n, stride, n * (action, params...)],
+                                     * each member padded to stride words; the generated code picks
+                                     * member hash % n (p4compiler.ir.GROUP_ACTION) */
 
 /* instance_type values of bmv2's simple_switch */
 enum { SS_NORMAL = 0, SS_I2E_CLONE = 1, SS_E2E_CLONE = 2, SS_RECIRC = 4, SS_REPLICATION = 5,

@@ -389,6 +389,19 @@ static int normalize(struct ss_switch *sw, uint32_t table, const ss_table *t, co
 
 static int check_action(struct ss_switch *sw, uint32_t table, uint32_t action, const uint64_t *args,
                         uint32_t n_args, uint32_t *alloc) {
+    if (action == SS_GROUP_ACTION) { /* a selector's group: [n, stride, members], read by generated code */
+        if (n_args < 2 || n_args > (1u << 24) || !args || args[1] == 0 || args[0] > (n_args - 2) / args[1])
+            return ss__error(sw, SS_EINVAL, "table %u: a group of %u words is malformed", table, n_args);
+        for (uint64_t i = 0; i < args[0]; i++) { /* each member's parameters fit in its stride */
+            uint64_t a = args[2 + i * args[1]];
+            if (sw->n_actions && (a >= sw->n_actions || sw->action_params[a] == UINT32_MAX ||
+                                  sw->action_params[a] >= args[1]))
+                return ss__error(sw, SS_EINVAL, "table %u: group member %llu has a bad action", table,
+                                 (unsigned long long)i);
+        }
+        *alloc = n_args;
+        return SS_OK;
+    }
     if (n_args > 4096) return ss__error(sw, SS_EINVAL, "table %u: %u action arguments", table, n_args);
     if (n_args && !args) return ss__error(sw, SS_EINVAL, "table %u: action arguments are required", table);
     if (sw->n_actions) {
