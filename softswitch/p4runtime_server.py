@@ -183,6 +183,11 @@ class _Index:
         self.packet_in: list[tuple[int, str, int]] = []  # (id, name, bitwidth)
         self.packet_out: dict[int, tuple[str, int]] = {}
         self.value_sets: dict[int, _ValueSetMeta] = {}
+        # action profiles: id -> (name, table ids, with_selector)
+        self.profiles: dict[int, tuple[str, list[int], bool]] = {
+            ap.preamble.id: (ap.preamble.name, list(ap.table_ids), ap.with_selector)
+            for ap in p4info.action_profiles
+        }
         for a in p4info.actions:
             params = {p.id: (p.name, p.bitwidth) for p in a.params}
             self.actions[a.preamble.id] = _ActionMeta(
@@ -255,6 +260,14 @@ class _Index:
         except KeyError:
             raise RequestError(
                 grpc.StatusCode.NOT_FOUND, f"table id {table_id} is not in the P4Info"
+            ) from None
+
+    def profile(self, profile_id: int) -> tuple[str, list[int], bool]:
+        try:
+            return self.profiles[profile_id]
+        except KeyError:
+            raise RequestError(
+                grpc.StatusCode.NOT_FOUND, f"action profile id {profile_id} is not in the P4Info"
             ) from None
 
     def value_set(self, value_set_id: int) -> _ValueSetMeta:
@@ -782,6 +795,11 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
             sw.clear_table(t.name)
             if not t.default_action_const:
                 sw.reset_default_entry(t.name)
+        for ap in sw.info.action_profiles:  # entries and defaults referring to them are gone
+            for gid in list(sw.read_groups(ap.name)):
+                sw.delete_group(ap.name, gid)
+            for mid in list(sw.read_members(ap.name)):
+                sw.delete_member(ap.name, mid)
         for gid in list(sw.mc_groups()):
             sw.mc_group_delete(gid)
         for sid in list(sw.clone_sessions()):
@@ -800,6 +818,20 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
     def _migrate_state(self, old: SwitchAPI, new: SwitchAPI) -> None:
         """RECONCILE_AND_COMMIT: carry over what still fits the new program."""
         new_tables = {t.name: t for t in new.info.tables}
+        new_profiles = {ap.name for ap in new.info.action_profiles}
+        for ap in old.info.action_profiles:  # before the entries that refer to them
+            if ap.name not in new_profiles:
+                continue
+            for mid, (action, args) in old.read_members(ap.name).items():
+                try:
+                    new.insert_member(ap.name, mid, action, args)
+                except SwitchError as err:
+                    log.info("reconcile: dropping member %d of %s: %s", mid, ap.name, err)
+            for gid, (members, max_size) in old.read_groups(ap.name).items():
+                try:
+                    new.insert_group(ap.name, gid, members, max_size)
+                except SwitchError as err:
+                    log.info("reconcile: dropping group %d of %s: %s", gid, ap.name, err)
         for t in old.info.tables:
             if t.name not in new_tables:
                 continue
@@ -807,14 +839,18 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
                 if e.is_const:
                     continue
                 try:
-                    new.insert_entry(
-                        api.TableEntry(e.table, dict(e.match), e.action, dict(e.args), e.priority)
-                    )
+                    new.insert_entry(api.TableEntry(e.table, dict(e.match), e.action, dict(e.args),
+                                                    e.priority, member=e.member, group=e.group))
                 except SwitchError as err:
                     log.info("reconcile: dropping an entry of %s: %s", t.name, err)
             try:
+                ref = old.get_default_reference(t.name)
                 action, args = old.get_default_entry(t.name)
-                if not new_tables[t.name].default_action_const:
+                if new_tables[t.name].default_action_const:
+                    pass
+                elif ref is not None:
+                    new.set_default_reference(t.name, **{ref[0]: ref[1]})
+                else:
                     new.set_default_entry(t.name, action, args)
             except SwitchError as err:
                 log.info("reconcile: keeping the default entry of %s: %s", t.name, err)
@@ -898,6 +934,10 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
             self._write_digest(update.type, update.entity.digest_entry)
         elif kind == "value_set_entry":
             self._write_value_set(update.type, update.entity.value_set_entry)
+        elif kind == "action_profile_member":
+            self._write_member(update.type, update.entity.action_profile_member)
+        elif kind == "action_profile_group":
+            self._write_group(update.type, update.entity.action_profile_group)
         elif kind is None:
             raise _invalid("update has no entity")
         else:
@@ -1029,8 +1069,17 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         if te.HasField("counter_data") and table.direct_counter is None:
             raise _invalid(f"table {table.name!r} has no direct counter")
         action_kind = te.action.WhichOneof("type")
-        if action_kind not in (None, "action"):
-            raise RequestError(grpc.StatusCode.UNIMPLEMENTED, "action profiles are not supported")
+        if action_kind == "action_profile_action_set":
+            raise RequestError(grpc.StatusCode.UNIMPLEMENTED, "one-shot action selector programming "
+                               "(action_profile_action_set) is not supported; write members and groups")
+        indirect = action_kind in ("action_profile_member_id", "action_profile_group_id")
+        if indirect and not table.implementation_id:
+            raise _invalid(f"table {table.name!r} has no action profile: its entries take an action")
+        ref = {}
+        if action_kind == "action_profile_member_id":
+            ref = {"member": te.action.action_profile_member_id}
+        elif action_kind == "action_profile_group_id":
+            ref = {"group": te.action.action_profile_group_id}
         if te.is_default_action:
             if utype != U.MODIFY:
                 raise _invalid("the default entry can only be modified (use MODIFY)")
@@ -1042,6 +1091,8 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
                 )
             if action_kind is None:
                 sw.reset_default_entry(table.name)
+            elif ref:
+                sw.set_default_reference(table.name, **ref)
             else:
                 name, args = self._parse_action(table, te.action.action, default=True)
                 sw.set_default_entry(table.name, name, args)
@@ -1057,8 +1108,11 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
             return
         if action_kind is None:
             raise _invalid("a table entry needs an action")
-        name, args = self._parse_action(table, te.action.action, default=False)
-        entry = api.TableEntry(table.name, match, name, args, te.priority)
+        if ref:
+            entry = api.TableEntry(table.name, match, "", {}, te.priority, **ref)
+        else:
+            name, args = self._parse_action(table, te.action.action, default=False)
+            entry = api.TableEntry(table.name, match, name, args, te.priority)
         if utype == U.INSERT:
             sw.insert_entry(entry)
         else:
@@ -1071,6 +1125,77 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
             sw.write_direct_counter(entry, te.counter_data.byte_count, te.counter_data.packet_count)
         elif utype == U.INSERT and table.direct_counter is not None:
             sw.write_direct_counter(entry, 0, 0)
+
+    def _write_member(self, utype: int, m) -> None:
+        """ActionProfileMember: an action (checked against the profile's first table; the switch
+        checks it against every table of the profile) under a member id."""
+        U = p4runtime_pb2.Update
+        sw = self._pipeline.switch
+        name, table_ids, _ = self._index().profile(m.action_profile_id)
+        if utype == U.DELETE:
+            sw.delete_member(name, m.member_id)
+            return
+        if not m.HasField("action"):
+            raise _invalid(f"member {m.member_id} of action profile {name!r} needs an action")
+        if not table_ids:
+            raise _invalid(f"action profile {name!r} has no table")
+        action, args = self._parse_action(self._index().table(table_ids[0]), m.action, default=False)
+        if utype == U.INSERT:
+            sw.insert_member(name, m.member_id, action, args)
+        else:
+            sw.modify_member(name, m.member_id, action, args)
+
+    def _write_group(self, utype: int, g) -> None:
+        """ActionProfileGroup: a set of members of a selector; weights other than 1 (0 is taken
+        as 1, as clients that leave it unset mean) are refused, as bmv2 keeps a set of members."""
+        U = p4runtime_pb2.Update
+        sw = self._pipeline.switch
+        name, _, _ = self._index().profile(g.action_profile_id)
+        if utype == U.DELETE:
+            sw.delete_group(name, g.group_id)
+            return
+        for m in g.members:
+            if m.weight not in (0, 1):
+                raise RequestError(grpc.StatusCode.UNIMPLEMENTED,
+                                   f"group {g.group_id} of {name!r}: member weight {m.weight} (only 1)")
+        members = [m.member_id for m in g.members]
+        if utype == U.INSERT:
+            sw.insert_group(name, g.group_id, members, g.max_size)
+        else:
+            sw.modify_group(name, g.group_id, members, g.max_size)
+
+    def _read_members(self, req) -> Iterator[p4runtime_pb2.Entity]:
+        sw = self._pipeline.switch
+        index = self._index()
+        ids = [req.action_profile_id] if req.action_profile_id else list(index.profiles)
+        for pid in ids:
+            name, _, _ = index.profile(pid)
+            for mid, (action, args) in sorted(sw.read_members(name).items()):
+                if req.member_id and mid != req.member_id:
+                    continue
+                out = p4runtime_pb2.Entity()
+                out.action_profile_member.action_profile_id = pid
+                out.action_profile_member.member_id = mid
+                self._action_to_proto(action, args, out.action_profile_member.action)
+                yield out
+
+    def _read_groups(self, req) -> Iterator[p4runtime_pb2.Entity]:
+        sw = self._pipeline.switch
+        index = self._index()
+        ids = [req.action_profile_id] if req.action_profile_id else list(index.profiles)
+        for pid in ids:
+            name, _, selector = index.profile(pid)
+            if not selector:
+                continue
+            for gid, (members, max_size) in sorted(sw.read_groups(name).items()):
+                if req.group_id and gid != req.group_id:
+                    continue
+                out = p4runtime_pb2.Entity()
+                g = out.action_profile_group
+                g.action_profile_id, g.group_id, g.max_size = pid, gid, max_size
+                for mid in members:
+                    g.members.add(member_id=mid, weight=1)
+                yield out
 
     def _write_pre(self, utype: int, pre) -> None:
         U = p4runtime_pb2.Update
@@ -1258,6 +1383,10 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
             yield from self._read_meters(entity.meter_entry)
         elif kind == "value_set_entry":
             yield from self._read_value_sets(entity.value_set_entry)
+        elif kind == "action_profile_member":
+            yield from self._read_members(entity.action_profile_member)
+        elif kind == "action_profile_group":
+            yield from self._read_groups(entity.action_profile_group)
         elif kind == "digest_entry":
             for did, cfg in self._digest_configs.items():
                 if entity.digest_entry.digest_id in (0, did):
@@ -1302,7 +1431,12 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
     def _entry_to_proto(self, table: _TableMeta, e: api.TableEntry, out: p4runtime_pb2.TableEntry) -> None:
         out.table_id = table.id
         self._matches_to_proto(table.fields_by_name, e.match, out.match)
-        self._action_to_proto(e.action, e.args, out.action.action)
+        if e.member is not None:
+            out.action.action_profile_member_id = e.member
+        elif e.group is not None:
+            out.action.action_profile_group_id = e.group
+        else:
+            self._action_to_proto(e.action, e.args, out.action.action)
         out.priority = e.priority
         out.is_const = e.is_const
         extra = self._entry_extra.get((table.name, _match_key(e.match), e.priority))
@@ -1332,11 +1466,15 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
             if req.table_id == 0:
                 raise _invalid("reading default entries needs a table id")
             table = tables[0]
-            action, args = sw.get_default_entry(table.name)
             out = p4runtime_pb2.Entity()
             out.table_entry.table_id = table.id
             out.table_entry.is_default_action = True
-            self._action_to_proto(action, args, out.table_entry.action.action)
+            ref = sw.get_default_reference(table.name) if table.implementation_id else None
+            if ref is not None:
+                setattr(out.table_entry.action, f"action_profile_{ref[0]}_id", ref[1])
+            else:
+                action, args = sw.get_default_entry(table.name)
+                self._action_to_proto(action, args, out.table_entry.action.action)
             yield out
             return
         want_key = None

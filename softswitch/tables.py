@@ -533,18 +533,20 @@ class ActionProfile:
             self.count_ref(("member", mid), 1)
 
     def modify_group(self, group_id: int, members: Sequence[int], max_size: int = 0) -> list:
-        ms = self._group_members(group_id, members, max_size)
-        g = self.groups.get(group_id)
-        if g is None:
+        g = self.groups.get(group_id) if self.info.with_selector else None
+        if g is None and self.info.with_selector:
             raise NotFound(f"action profile {self.name} has no group {group_id}")
-        if g.max_size and max_size and max_size != g.max_size:
+        if g is not None and g.max_size and max_size and max_size != g.max_size:
             raise SwitchError(f"group {group_id}: max_size cannot change ({g.max_size} to {max_size})")
+        max_size = max_size or (g.max_size if g is not None else 0)  # 0: the group's own
+        ms = self._group_members(group_id, members, max_size)
+        assert g is not None
         for mid in g.members:
             self.count_ref(("member", mid), -1)
         for mid in ms:
             self.count_ref(("member", mid), 1)
         g.members = ms
-        g.max_size = max_size or g.max_size
+        g.max_size = max_size
         return self.changed(("group", group_id))
 
     def delete_group(self, group_id: int) -> None:

@@ -1,0 +1,362 @@
+"""Action profiles and action selectors (v1model `implementation = action_profile(N)` /
+`action_selector(algo, N, W)`) on both backends, through the switch API and P4Runtime.
+
+What bmv2 does (behavioral-model src/bm_sim/action_profile.cpp, P4Objects.cpp, match_tables.cpp):
+a member is an action and its data under a member handle (the lowest free handle when it is
+created); a group is a set of member handles; an entry refers to a member or a group. For a
+group, the selector's hash (its algorithm over the `selector` key fields in key order, packed as
+hash() packs them) picks the member with index hash % group size among the group's members in
+handle order. A miss runs the P4 default action until the control plane sets a default; a hit
+on an empty group runs no action (the table still hit). The expected members below are computed
+here from that definition with a bitwise CRC-16/ARC, not with the switch's own code.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import grpc
+import pytest
+from google.rpc import code_pb2, status_pb2
+from p4.v1 import p4runtime_pb2
+
+from control_plane.p4runtime_client import P4RuntimeClient
+from p4compiler.p4info import build_p4info
+from p4compiler.python_backend import compile_file, compile_text
+from softswitch import api
+from softswitch.native_switch import create_switch
+from softswitch.p4runtime_server import P4RuntimeServer
+
+P4 = Path(__file__).parent / "p4" / "features" / "action_selector.p4"
+AP, SEL = "MyIngress.ap", "MyIngress.sel"
+T_AP, T_SEL = "MyIngress.t_ap", "MyIngress.t_sel"
+SET = "MyIngress.set_out"
+ETH = bytes.fromhex("000000000001" "000000000002" "88b5")
+
+
+def crc16_arc(data: bytes) -> int:
+    """CRC-16/ARC bit by bit (reflected polynomial 0xA001, init 0): bmv2's crc16."""
+    crc = 0
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ 0xA001 if crc & 1 else crc >> 1
+    return crc
+
+
+def frame(which: int, k: int, f1: int = 0, f2: int = 0) -> bytes:
+    return ETH + bytes([which, k]) + f1.to_bytes(2, "big") + f2.to_bytes(2, "big") + b"\0\0"
+
+
+def run(sw, data: bytes) -> tuple[int, int, int]:
+    """(egress port, res, hit) of the one packet out."""
+    (port, out), = sw.process_packet(0, data)
+    return port, out[-2], out[-1]
+
+
+@pytest.fixture(scope="module")
+def program():
+    return compile_file(str(P4))
+
+
+@pytest.fixture(params=["python", "native"])
+def sw(request, program):
+    s = create_switch(program, request.param)
+    yield s
+    if hasattr(s, "close"):
+        s.close()
+
+
+def test_crc16_reference() -> None:
+    assert crc16_arc(b"123456789") == 0xBB3D  # the CRC-16/ARC check value
+
+
+def test_members_entries_and_misses(sw) -> None:
+    assert run(sw, frame(0, 1)) == (3, 0xEE, 0)  # miss: the P4 default action miss()
+    sw.insert_member(AP, 5, SET, {"v": 7, "port": 2})
+    sw.insert_entry(api.TableEntry(T_AP, {"hdr.d.k": api.Exact(1)}, "", member=5))
+    sw.insert_entry(api.TableEntry(T_AP, {"hdr.d.k": api.Exact(2)}, "", member=5))
+    assert run(sw, frame(0, 1)) == (2, 7, 1)
+    assert run(sw, frame(0, 2)) == (2, 7, 1)
+    assert run(sw, frame(0, 3)) == (3, 0xEE, 0)
+    # a member changed: every entry referring to it runs the new action data
+    sw.modify_member(AP, 5, SET, {"v": 9, "port": 4})
+    assert run(sw, frame(0, 1)) == (4, 9, 1) and run(sw, frame(0, 2)) == (4, 9, 1)
+    sw.insert_member(AP, 6, "MyIngress.miss", {})
+    sw.modify_entry(api.TableEntry(T_AP, {"hdr.d.k": api.Exact(2)}, "", member=6))
+    assert run(sw, frame(0, 2)) == (3, 0xEE, 1)
+    assert sw.read_members(AP) == {5: (SET, {"v": 9, "port": 4}), 6: ("MyIngress.miss", {})}
+    entries = {e.match["hdr.d.k"].value: e.member for e in sw.read_entries(T_AP)}
+    assert entries == {1: 5, 2: 6}
+    # a default member (bmv2's set_default_member), then back to the P4 default
+    sw.set_default_reference(T_AP, member=5)
+    assert sw.get_default_reference(T_AP) == ("member", 5)
+    assert run(sw, frame(0, 9)) == (4, 9, 0)
+    sw.reset_default_entry(T_AP)
+    assert sw.get_default_reference(T_AP) is None and run(sw, frame(0, 9)) == (3, 0xEE, 0)
+
+
+def test_member_errors(sw) -> None:
+    sw.insert_member(AP, 1, SET, {"v": 1, "port": 1})
+    with pytest.raises(api.AlreadyExists):
+        sw.insert_member(AP, 1, SET, {"v": 1, "port": 1})
+    with pytest.raises(api.NotFound):
+        sw.modify_member(AP, 2, SET, {"v": 1, "port": 1})
+    with pytest.raises(api.NotFound):
+        sw.insert_member("MyIngress.nosuch", 1, SET, {"v": 1, "port": 1})
+    with pytest.raises(api.NotFound):  # not an action of the profile's table
+        sw.insert_member(AP, 2, "NoAction", {})
+    with pytest.raises(api.SwitchError):  # 9 does not fit in bit<8>
+        sw.insert_member(AP, 2, SET, {"v": 256, "port": 1})
+    with pytest.raises(api.NotFound):  # an entry referring to a member that does not exist
+        sw.insert_entry(api.TableEntry(T_AP, {"hdr.d.k": api.Exact(1)}, "", member=2))
+    with pytest.raises(api.SwitchError):  # a table with an action profile takes no direct action
+        sw.insert_entry(api.TableEntry(T_AP, {"hdr.d.k": api.Exact(1)}, SET, {"v": 1, "port": 1}))
+    with pytest.raises(api.SwitchError):  # an action profile has no groups
+        sw.insert_group(AP, 1, [1])
+    sw.insert_entry(api.TableEntry(T_AP, {"hdr.d.k": api.Exact(1)}, "", member=1))
+    with pytest.raises(api.InUse):
+        sw.delete_member(AP, 1)
+    sw.delete_entry(api.TableEntry(T_AP, {"hdr.d.k": api.Exact(1)}, ""))
+    sw.delete_member(AP, 1)
+    with pytest.raises(api.NotFound):
+        sw.delete_member(AP, 1)
+    for i in range(8):  # action_profile(32w8): eight members
+        sw.insert_member(AP, 10 + i, SET, {"v": i, "port": 1})
+    with pytest.raises(api.ResourceExhausted):
+        sw.insert_member(AP, 99, SET, {"v": 0, "port": 1})
+    assert run(sw, frame(0, 1)) == (3, 0xEE, 0)  # nothing of the above is left in the table
+
+
+def expected_member(order: list[int], f1: int, f2: int) -> int:
+    """The member bmv2 picks: crc16 of f1 ++ f2 (two 16-bit fields), modulo the group size,
+    among the members in handle order."""
+    h = crc16_arc(f1.to_bytes(2, "big") + f2.to_bytes(2, "big"))
+    return order[h % len(order)]
+
+
+FLOWS = [(f1, f2) for f1 in range(0, 64, 5) for f2 in (0, 7, 0x1234)]
+
+
+def test_selector_choice_follows_the_hash(sw) -> None:
+    # member handles: 20 -> 0, 21 -> 1, 22 -> 2; delete 20 and create 23: it takes handle 0
+    for mid in (20, 21, 22):
+        sw.insert_member(SEL, mid, SET, {"v": mid, "port": 1})
+    sw.delete_member(SEL, 20)
+    sw.insert_member(SEL, 23, SET, {"v": 23, "port": 1})
+    sw.insert_member(SEL, 24, SET, {"v": 24, "port": 2})  # handle 3
+    # three members: crc16 % 4 of these inputs is only ever 0 or 1 (0x8005 has the factor x + 1),
+    # % 3 reaches all three
+    sw.insert_group(SEL, 1, [22, 21, 23])
+    assert sw.read_groups(SEL) == {1: ([23, 21, 22], 0)}  # handle order
+    sw.insert_entry(api.TableEntry(T_SEL, {"hdr.d.k": api.Exact(1)}, "", group=1))
+    seen = set()
+    for f1, f2 in FLOWS:
+        want = expected_member([23, 21, 22], f1, f2)
+        assert run(sw, frame(1, 1, f1, f2)) == (1, want, 1), (f1, f2)
+        seen.add(want)
+    assert seen == {21, 22, 23}  # the flows reach every member
+    # fewer members: the choice is over the new set
+    sw.modify_group(SEL, 1, [21, 24])
+    for f1, f2 in FLOWS:
+        assert run(sw, frame(1, 1, f1, f2))[1] == expected_member([21, 24], f1, f2)
+    # a member changed inside the group
+    sw.modify_member(SEL, 24, SET, {"v": 0x44, "port": 5})
+    outs = {run(sw, frame(1, 1, f1, f2)) for f1, f2 in FLOWS}
+    assert (5, 0x44, 1) in outs and (1, 21, 1) in outs
+    # the selector keys are not matched: another exact key misses whatever they are
+    assert run(sw, frame(1, 2, 3, 4)) == (3, 0xEE, 0)
+    # an empty group: the table hits and runs no action (egress_spec stays 0)
+    sw.insert_group(SEL, 2, [])
+    sw.insert_entry(api.TableEntry(T_SEL, {"hdr.d.k": api.Exact(2)}, "", group=2))
+    assert run(sw, frame(1, 2, 3, 4)) == (0, 0, 1)
+    # a group as the default
+    sw.set_default_reference(T_SEL, group=1)
+    want = expected_member([21, 24], 3, 4)
+    assert run(sw, frame(1, 9, 3, 4)) == ((5, 0x44, 0) if want == 24 else (1, 21, 0))
+
+
+def test_group_errors(sw) -> None:
+    sw.insert_member(SEL, 1, SET, {"v": 1, "port": 1})
+    with pytest.raises(api.NotFound):
+        sw.insert_group(SEL, 1, [1, 2])
+    sw.insert_group(SEL, 1, [1], max_size=2)
+    with pytest.raises(api.AlreadyExists):
+        sw.insert_group(SEL, 1, [1])
+    with pytest.raises(api.ResourceExhausted):  # over the group's max_size
+        sw.insert_member(SEL, 2, SET, {"v": 2, "port": 1})
+        sw.insert_member(SEL, 3, SET, {"v": 3, "port": 1})
+        sw.modify_group(SEL, 1, [1, 2, 3])
+    with pytest.raises(api.SwitchError):
+        sw.insert_group(SEL, 3, [1, 1])
+    with pytest.raises(api.NotFound):
+        sw.modify_group(SEL, 7, [1])
+    with pytest.raises(api.InUse):  # a member in a group
+        sw.delete_member(SEL, 1)
+    sw.insert_entry(api.TableEntry(T_SEL, {"hdr.d.k": api.Exact(1)}, "", group=1))
+    with pytest.raises(api.InUse):  # a group an entry refers to
+        sw.delete_group(SEL, 1)
+    with pytest.raises(api.NotFound):
+        sw.insert_entry(api.TableEntry(T_SEL, {"hdr.d.k": api.Exact(2)}, "", group=5))
+    sw.delete_entry(api.TableEntry(T_SEL, {"hdr.d.k": api.Exact(1)}, ""))
+    sw.delete_group(SEL, 1)
+    sw.delete_member(SEL, 1)  # no longer in a group
+    with pytest.raises(api.NotFound):
+        sw.delete_group(SEL, 1)
+
+
+def test_inline_implementation_and_max_group_size(tmp_path) -> None:
+    """`implementation = action_selector(...)` in the table: named by its @name (else after the
+    table), @max_group_size read into P4Info's max_group_size as p4c does."""
+    src = P4.read_text().replace(
+        "        implementation = sel;",
+        '        @name("ap_ws") @max_group_size(2)\n'
+        "        implementation = action_selector(HashAlgorithm.crc16, 32w16, 32w14);").replace(
+        "        implementation = ap;", "        implementation = action_profile(32w4);")
+    prog = compile_text(src, str(tmp_path / "inline.p4"))
+    profiles = {p.name: p for p in prog.info.action_profiles}
+    assert set(profiles) == {"ap_ws", T_AP}
+    p4i = build_p4info(prog.info)
+    by_name = {ap.preamble.name: ap for ap in p4i.action_profiles}
+    assert by_name["ap_ws"].max_group_size == 2 and by_name["ap_ws"].with_selector
+    assert by_name[T_AP].size == 4 and not by_name[T_AP].with_selector
+    assert not by_name["ap_ws"].preamble.annotations  # p4c consumes @max_group_size
+    sw = create_switch(prog, "python")
+    for i in range(3):
+        sw.insert_member("ap_ws", i, SET, {"v": i, "port": 1})
+    with pytest.raises(api.ResourceExhausted):
+        sw.insert_group("ap_ws", 1, [0, 1, 2])
+
+
+# --- P4Runtime ------------------------------------------------------------------------------
+
+
+def _code(err: grpc.RpcError) -> int:
+    for key, value in err.trailing_metadata():
+        if key == "grpc-status-details-bin":
+            st = status_pb2.Status.FromString(value)
+            e = p4runtime_pb2.Error()
+            assert st.details[0].Unpack(e)
+            return e.canonical_code
+    raise AssertionError("no per-update error details")
+
+
+@pytest.fixture(params=["python", "native"])
+def p4rt(request, program):
+    kind = request.param
+    server = P4RuntimeServer(
+        None, device_id=1, send_packets=lambda pkts: None,
+        load_pipeline=lambda config, p4info: create_switch(compile_text(config.decode(), str(P4)), kind))
+    port = server.start("127.0.0.1:0")
+    client = P4RuntimeClient(f"127.0.0.1:{port}")
+    p4info = build_p4info(program.info)
+    client.set_pipeline(p4info, P4.read_bytes())
+    try:
+        yield server, client, p4info
+    finally:
+        client.close()
+        server.stop()
+
+
+def test_p4runtime_members_groups_and_entries(p4rt) -> None:
+    server, client, p4info = p4rt
+    ids = {x.preamble.name: x.preamble.id for x in [*p4info.tables, *p4info.actions, *p4info.action_profiles]}
+    U = p4runtime_pb2.Update
+
+    def member(mid: int, v: int, port: int, profile: str = SEL) -> p4runtime_pb2.Entity:
+        ent = p4runtime_pb2.Entity()
+        m = ent.action_profile_member
+        m.action_profile_id, m.member_id = ids[profile], mid
+        m.action.action_id = ids[SET]
+        m.action.params.add(param_id=1, value=bytes([v]))
+        m.action.params.add(param_id=2, value=port.to_bytes(2, "big"))
+        return ent
+
+    def group(gid: int, members: list[int]) -> p4runtime_pb2.Entity:
+        ent = p4runtime_pb2.Entity()
+        g = ent.action_profile_group
+        g.action_profile_id, g.group_id = ids[SEL], gid
+        for mid in members:
+            g.members.add(member_id=mid, weight=1)
+        return ent
+
+    def entry(k: int, group_id: int | None = None, member_id: int | None = None,
+              table: str = T_SEL) -> p4runtime_pb2.Entity:
+        ent = p4runtime_pb2.Entity()
+        te = ent.table_entry
+        te.table_id = ids[table]
+        te.match.add(field_id=1).exact.value = bytes([k])
+        if group_id is not None:
+            te.action.action_profile_group_id = group_id
+        if member_id is not None:
+            te.action.action_profile_member_id = member_id
+        return ent
+
+    def write(utype: int, *ents: p4runtime_pb2.Entity) -> None:
+        client.write([p4runtime_pb2.Update(type=utype, entity=e) for e in ents], "write")
+
+    def error(utype: int, ent: p4runtime_pb2.Entity) -> int:
+        req = p4runtime_pb2.WriteRequest(device_id=1, election_id=client.election_id)
+        req.updates.add(type=utype, entity=ent)
+        with pytest.raises(grpc.RpcError) as ei:
+            client.stub.Write(req)
+        return _code(ei.value)
+
+    write(U.INSERT, member(1, 11, 1), member(2, 22, 2), member(3, 33, 3))
+    write(U.INSERT, group(7, [3, 1, 2]))
+    write(U.INSERT, entry(1, group_id=7))
+    with server.lock:
+        for f1, f2 in FLOWS[:12]:
+            want = expected_member([1, 2, 3], f1, f2)
+            assert run(server.switch, frame(1, 1, f1, f2)) == (want, 11 * want, 1)
+    # reads: members with their actions, the group in handle order, the entry's group id
+    read = client.read([p4runtime_pb2.Entity(action_profile_member=p4runtime_pb2.ActionProfileMember(
+        action_profile_id=ids[SEL]))], "read members")
+    assert [(e.action_profile_member.member_id, e.action_profile_member.action.params[0].value)
+            for e in read] == [(1, b"\x0b"), (2, b"\x16"), (3, b"\x21")]
+    read = client.read([p4runtime_pb2.Entity(action_profile_group=p4runtime_pb2.ActionProfileGroup(
+        action_profile_id=ids[SEL]))], "read groups")
+    assert [(e.action_profile_group.group_id, [m.member_id for m in e.action_profile_group.members])
+            for e in read] == [(7, [1, 2, 3])]
+    read = client.read([p4runtime_pb2.Entity(table_entry=p4runtime_pb2.TableEntry(table_id=ids[T_SEL]))],
+                       "read entries")
+    assert [e.table_entry.action.action_profile_group_id for e in read] == [7]
+    # a group modified: only member 2 left
+    write(U.MODIFY, group(7, [2]))
+    with server.lock:
+        assert run(server.switch, frame(1, 1, 5, 6)) == (2, 22, 1)
+    # errors: in use, unknown ids, a group on an action profile, a direct action in an indirect table
+    assert error(U.DELETE, member(2, 0, 0)) == code_pb2.FAILED_PRECONDITION
+    assert error(U.DELETE, group(7, [])) == code_pb2.FAILED_PRECONDITION
+    assert error(U.INSERT, member(1, 0, 0)) == code_pb2.ALREADY_EXISTS
+    assert error(U.MODIFY, member(9, 0, 0)) == code_pb2.NOT_FOUND
+    assert error(U.INSERT, entry(2, group_id=99)) == code_pb2.NOT_FOUND
+    assert error(U.INSERT, group(8, [42])) == code_pb2.NOT_FOUND
+    bad = group(8, [1])
+    bad.action_profile_group.action_profile_id = ids[AP]
+    assert error(U.INSERT, bad) == code_pb2.INVALID_ARGUMENT
+    direct = entry(3)
+    direct.table_entry.action.action.action_id = ids["MyIngress.miss"]
+    assert error(U.INSERT, direct) == code_pb2.INVALID_ARGUMENT
+    weighted = group(9, [1])
+    weighted.action_profile_group.members[0].weight = 3
+    assert error(U.INSERT, weighted) == code_pb2.UNIMPLEMENTED
+    # members of the action profile, its table's entries and its default member
+    write(U.INSERT, member(4, 44, 4, profile=AP))
+    write(U.INSERT, entry(1, member_id=4, table=T_AP))
+    default = entry(0, member_id=4, table=T_AP)
+    del default.table_entry.match[:]
+    default.table_entry.is_default_action = True
+    write(U.MODIFY, default)
+    with server.lock:
+        assert run(server.switch, frame(0, 1)) == (4, 44, 1)
+        assert run(server.switch, frame(0, 5)) == (4, 44, 0)
+    read = client.read([p4runtime_pb2.Entity(table_entry=p4runtime_pb2.TableEntry(
+        table_id=ids[T_AP], is_default_action=True))], "read default")
+    assert read[0].table_entry.action.action_profile_member_id == 4
+    # delete in order: entries, then groups, then members
+    write(U.DELETE, entry(1, group_id=7))
+    write(U.DELETE, group(7, []))
+    write(U.DELETE, member(2, 0, 0))
+    with server.lock:
+        assert run(server.switch, frame(1, 1, 5, 6)) == (3, 0xEE, 0)
