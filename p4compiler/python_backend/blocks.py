@@ -582,7 +582,7 @@ def _action_profile(cp: Compiler, kind: str, consts: list[Any], d: Any, p4name: 
         from p4compiler.lower import ALGORITHMS
 
         algo = str(consts[0]).split(".")[-1]
-        if algo not in ALGORITHMS or algo in ("csum16",):
+        if algo not in ALGORITHMS:
             raise err(f"action_selector {p4name}: hash algorithm {consts[0]} is not supported", d)
     mg = A.find_annotation(annotations, "max_group_size")
     idann = A.find_annotation(annotations, "id")
