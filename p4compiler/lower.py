@@ -85,6 +85,11 @@ def unsupported(what: str, node: Any) -> NativeUnsupported:
     return NativeUnsupported(msg, loc.file, loc.line, loc.col)
 
 
+def _at(node: Any) -> tuple:
+    loc = getattr(node, "loc", None)
+    return () if loc is None else (loc.file, loc.line, loc.col)
+
+
 def _lookahead_width(t: ir.Type, node: Any) -> int:
     """Bits a lookahead of `t` reads: the sum of its (nested) fields' wire widths."""
     if isinstance(t, (ir.Struct, ir.Header)):
@@ -101,6 +106,16 @@ def _look_cast(x: ir.Expr, t: ir.Type) -> ir.Expr:
     if isinstance(t, ir.Bits) and t.signed:
         return ir.Cast(x, t)
     return x
+
+
+@dataclass
+class _Elem:
+    """An element of an array of bits as an l-value: the array's bits (an IR l-value of type
+    Bits(N*W)) and the index, a constant or a local holding the run-time index."""
+
+    base: ir.Expr
+    arr: T.ArrayT
+    index: ir.Expr
 
 
 @dataclass
@@ -236,6 +251,8 @@ class Lower(_Build):
             return ir.Bits(t.width, t.signed)
         if isinstance(t, T.BoolT):
             return ir.BOOL
+        if isinstance(t, T.ArrayT):  # the elements' bits side by side, element 0 the top ones
+            return ir.Bits(t.width)
         if isinstance(t, (T.ErrorT, T.MatchKindT)):
             return ir.Bits(32)
         if isinstance(t, T.EnumT):
@@ -370,6 +387,8 @@ class Lower(_Build):
                 return dict(base.code.items)[e.member]
             b = self.to_ir(base, e.expr)
             return V(ir.Member(b, e.member, self.irt(ft, e)), ft)
+        if isinstance(bt, T.ArrayT) and e.member == "size":
+            return V(repr(bt.size), T.BitT(32), bt.size)
         if isinstance(bt, T.StackT):
             b = self.to_ir(base, e.expr)
             if e.member == "size":
@@ -394,6 +413,10 @@ class Lower(_Build):
             if base.is_const:
                 return V(repr(base.const[i]), et, base.const[i])
             return V(ir.Member(self.to_ir(base, e.expr), f"t{i}", self.irt(et, e)), et)
+        if isinstance(base.type, T.ArrayT):
+            idx = self.value(e.index, scope, em)
+            return V(self.elem_read(_Elem(self.to_ir(base, e.expr), base.type, self.index_ir(idx, e.index)), e),
+                     base.type.element)
         if not isinstance(base.type, T.StackT):
             raise unsupported(f"indexing a {base.type} value", e)
         idx = self.value(e.index, scope, em)
@@ -615,6 +638,89 @@ class Lower(_Build):
     def x_Call(self, e: A.Call, scope: Scope, em: Any, want: Any) -> V:
         return self.call(e, scope, em, want)
 
+    # ------------------------------------------------------------------ arrays of bits
+    # An array bit<W>[N] (also int<W>, bool, serializable enums) is a Bits(N*W) value, element 0
+    # in the top W bits, so that a header's array field is extracted and emitted element 0 first
+    # and copies and == are those of the bits. A constant index is a slice; a run-time one shifts
+    # by (N-1-i)*W. Out of range (p4-spec PR 1360 extends the header stack rules of P4-16 v1.2.4
+    # section 8.18 to arrays): a read gives an unspecified value, here 0, and a write changes
+    # nothing.
+    def index_ir(self, idx: V, node: Any) -> ir.Expr:
+        if idx.is_const:
+            return ir.Const(int(idx.const), ir.Bits(32))
+        x = self.to_ir(idx, node)
+        t = x.type
+        assert isinstance(t, ir.Bits)
+        if t.signed:  # a negative index is out of range: as unsigned bits it is large
+            x = ir.Cast(x, ir.Bits(t.width))
+        return x
+
+    def _elem_parts(self, el: _Elem) -> tuple[ir.Expr | None, ir.Expr]:
+        """(the guard `index < N`, None when always true, and the shift (N-1-i)*W as bit<32>)."""
+        n, w, i = el.arr.size, el.arr.elem_width, el.index
+        if isinstance(i, ir.Const):
+            return None, ir.Const((n - 1 - i.value) * w, ir.Bits(32))
+        it = i.type
+        assert isinstance(it, ir.Bits)
+        guard = None if n > it.mask else ir.BinOp("lt", i, ir.Const(n, it), ir.BOOL)
+        i32 = i if it.width == 32 else ir.Cast(i, ir.Bits(32))
+        pos = ir.BinOp("sub", ir.Const(n - 1, ir.Bits(32)), i32, ir.Bits(32))
+        return guard, ir.BinOp("mul", pos, ir.Const(w, ir.Bits(32)), ir.Bits(32))
+
+    def _from_bits(self, x: ir.Expr, et: T.Type, node: Any) -> ir.Expr:
+        t = self.irt(et, node)
+        return x if t == x.type else ir.Cast(x, t)
+
+    def _to_bits(self, x: ir.Expr, w: int, width: int) -> ir.Expr:
+        """An element value as unsigned bits of `width` (zero-extended)."""
+        t = x.type
+        if isinstance(t, ir.Bool) or (isinstance(t, ir.Bits) and t.signed):
+            x = ir.Cast(x, ir.Bits(w))
+        return x if width == w else ir.Cast(x, ir.Bits(width))
+
+    def elem_read(self, el: _Elem, node: Any) -> ir.Expr:
+        n, w = el.arr.size, el.arr.elem_width
+        et = el.arr.element
+        if isinstance(el.index, ir.Const):
+            if not 0 <= el.index.value < n:
+                raise P4Error(f"index {el.index.value} out of bounds for {el.arr}")
+            lo = (n - 1 - el.index.value) * w
+            return self._from_bits(ir.Slice(el.base, lo + w - 1, lo, ir.Bits(w)), et, node)
+        guard, sh = self._elem_parts(el)
+        bits: ir.Expr = ir.Cast(ir.BinOp("shr", el.base, sh, ir.Bits(n * w)), ir.Bits(w))
+        if guard is not None:
+            bits = ir.Mux(guard, bits, ir.Const(0, ir.Bits(w)), ir.Bits(w))
+        return self._from_bits(bits, et, node)
+
+    def elem_write(self, el: _Elem, val: ir.Expr, em: list, node: Any) -> None:
+        n, w = el.arr.size, el.arr.elem_width
+        if isinstance(el.index, ir.Const):
+            lo = (n - 1 - el.index.value) * w
+            em.append(ir.AssignSlice(el.base, lo + w - 1, lo, self._to_bits(val, w, w)))
+            return
+        guard, sh = self._elem_parts(el)
+        bt = ir.Bits(n * w)
+        hole = ir.Unary("not", ir.BinOp("shl", ir.Const((1 << w) - 1, bt), sh, bt), bt)
+        put = ir.BinOp("shl", self._to_bits(val, w, n * w), sh, bt)
+        st: ir.Stmt = ir.Assign(el.base, ir.BinOp("or", ir.BinOp("and", el.base, hole, bt), put, bt))
+        em.append(st if guard is None else ir.If(guard, [st], []))
+
+    def elem_target(self, e: A.Expr, scope: Scope, em: list) -> _Elem | None:
+        """`a[i]` of an array as an l-value (its index read now), else None."""
+        if not isinstance(e, A.Index):
+            return None
+        bt = self.value(e.expr, scope, [], None).type if isinstance(e.expr, (A.NameExpr, A.Member, A.Index)) \
+            else None
+        if not isinstance(bt, T.ArrayT):
+            return None
+        base, _ = self.lvalue_ir(e.expr, scope, em)
+        idx = self.index_ir(self.value(e.index, scope, em), e.index)
+        if not isinstance(idx, ir.Const):
+            it = idx.type
+            assert isinstance(it, ir.Bits)
+            idx = self.local("idx", T.BitT(it.width), em, e, init=idx)
+        return _Elem(self.pin_indices(base, em, e), bt, idx)
+
     # ------------------------------------------------------------------ assignment
     def lvalue_ir(self, e: A.Expr, scope: Scope, em: Any) -> tuple[ir.Expr, T.Type]:
         v = self.value(e, scope, em)
@@ -624,6 +730,10 @@ class Lower(_Build):
         if isinstance(lhs, A.Slice):
             base, hi, lo = self.slice_target(lhs, scope, em)
             em.append(ir.AssignSlice(base, hi, lo, self.coerce(rhs, T.BitT(hi - lo + 1), node)))
+            return
+        el = self.elem_target(lhs, scope, em)
+        if el is not None:
+            self.elem_write(el, self.coerce(rhs, el.arr.element, node), em, node)
             return
         target, t = self.lvalue_ir(lhs, scope, em)
         self.store(target, t, rhs, em, node)
@@ -637,6 +747,13 @@ class Lower(_Build):
             inner_lo = self.const_int(e.lo, scope)
             hi, lo = hi + inner_lo, lo + inner_lo
             e = e.expr
+        el = self.elem_target(e, scope, em)
+        if el is not None:  # a slice of an array element: a slice of the array's bits
+            if not isinstance(el.index, ir.Const):
+                raise P4Error(f"a slice of an array element with a run-time index as an l-value "
+                              f"({self.text(lhs)}) is not supported", *_at(lhs))
+            elo = (el.arr.size - 1 - el.index.value) * el.arr.elem_width
+            return el.base, hi + elo, lo + elo
         base, _ = self.lvalue_ir(e, scope, em)
         return base, hi, lo
 
@@ -725,6 +842,11 @@ class Lower(_Build):
                 rhs = self.value(s.rhs, scope, em)
                 base = self.pin_before(base, em, n, s)
                 em.append(ir.AssignSlice(base, hi, lo, self.coerce(rhs, T.BitT(hi - lo + 1), s)))
+            elif (el := self.elem_target(s.lhs, scope, em)) is not None:
+                n = len(em)
+                rhs = self.value(s.rhs, scope, em, want=el.arr.element)
+                el.base = self.pin_before(el.base, em, n, s)
+                self.elem_write(el, self.coerce(rhs, el.arr.element, s), em, s)
             else:
                 target, tt = self.lvalue_ir(s.lhs, scope, em)
                 n = len(em)
@@ -1250,6 +1372,12 @@ class Lower(_Build):
                 if p.direction == "inout":
                     self.store(var, pt, V(ir.Slice(base, hi, lo, self.irt(st, a)), st), em, a)
                 outs.append(ir.AssignSlice(base, hi, lo, self.coerce(V(var, pt), st, a)))
+                continue
+            el = self.elem_target(a, caller, em)
+            if el is not None:  # an array element: its index was fixed above, when the call started
+                if p.direction == "inout":
+                    self.store(var, pt, V(self.elem_read(el, a), el.arr.element), em, a)
+                self.elem_write(el, self.coerce(V(var, pt), el.arr.element, a), outs, a)
                 continue
             target, at = self.lvalue_ir(a, caller, em)
             target = self.pin_indices(target, em, a)

@@ -225,9 +225,22 @@ class Compiler:
             return T.VarbitT(self.const_int(t.width, scope))
         if isinstance(t, A.StackTypeRef):
             el = self.resolve_type(t.element, scope)
-            if not isinstance(el, T.StructLikeT) or el.kind == "struct":
-                raise err("header stack elements must be headers or header unions", t)
-            return T.StackT(el, self.const_int(t.size, scope))
+            n = self.const_int(t.size, scope)
+            if n <= 0:
+                raise err(f"the size of {el}[{n}] must be a positive integer", t)
+            if isinstance(el, T.StructLikeT) and el.kind != "struct":
+                return T.StackT(el, n)  # P4-16 v1.2.4 section 7.2.3, header stacks
+            # arrays of other element types: p4-spec PR 1360 (after v1.2.5; p4c accepts them
+            # since 2025); covered: arrays of bit<W>, int<W>, bool and serializable enums
+            if isinstance(el, (T.StackT, T.ArrayT)):
+                raise err(f"arrays of arrays ({el}[{n}]) are not supported", t)
+            if isinstance(el, T.StructLikeT):
+                raise err(f"arrays of structs ({el}[{n}]) are not supported (only header stacks and "
+                          "arrays of bit<W>, int<W>, bool or serializable enums)", t)
+            if T.serial_width(el) is None or (isinstance(el, T.BitT) and el.width == 0):
+                raise err(f"arrays of {el} ({el}[{n}]) are not supported (only header stacks and "
+                          "arrays of bit<W>, int<W>, bool or serializable enums)", t)
+            return T.ArrayT(el, n)
         if isinstance(t, A.TupleTypeRef):
             return T.TupleT([self.resolve_type(e, scope) for e in t.elements])
         if isinstance(t, A.NamedTypeRef):
@@ -421,7 +434,7 @@ class Compiler:
                 for r, a in zip(ref.args, targs, strict=True):
                     self._unify_param(r, a, tps, found, fscope, node, fname)
             return
-        if isinstance(ref, A.StackTypeRef) and isinstance(actual, T.StackT):
+        if isinstance(ref, A.StackTypeRef) and isinstance(actual, (T.StackT, T.ArrayT)):
             self._unify_param(ref.element, actual.element, tps, found, fscope, node, fname)
             return
         if isinstance(ref, A.TupleTypeRef) and isinstance(actual, T.TupleT) \
@@ -541,6 +554,12 @@ class Compiler:
             if e.member == "next":
                 return V("", bt.element, bind=None)
             raise err(f"header stack has no member {e.member}", e)
+        if isinstance(bt, T.ArrayT):
+            if e.member == "size":
+                return V(repr(bt.size), T.BitT(32), bt.size)
+            if e.member in ("next", "last", "lastIndex"):
+                raise err(f"{e.member} is only defined for header stacks, not for the array type {bt}", e)
+            raise err(f"arrays have no member {e.member} (an array {bt} has .size)", e)
         raise err(f"cannot take member {e.member} of a value of type {bt}", e)
 
     def table_of_apply(self, call: A.Call, scope: Scope) -> TableBind | None:
@@ -560,9 +579,15 @@ class Compiler:
                 raise err(f"index {i} out of range for {base.type}", e)
             et = base.type.elements[i]
             return V("", et, base.const[i] if isinstance(base.const, tuple) else None)
-        if not isinstance(base.type, T.StackT):
+        if not isinstance(base.type, (T.StackT, T.ArrayT)):
             raise err(f"cannot index a value of type {base.type}", e)
         idx = self.value(e.index, scope, em)
+        if not isinstance(idx.type, (T.BitT, T.IntT)):
+            raise err(f"an index must be an integer, not {idx.type}", e.index)
+        if isinstance(base.type, T.ArrayT):
+            if idx.is_const and not 0 <= idx.const < base.type.size:
+                raise err(f"index {idx.const} out of bounds for {base.type}", e)
+            return V("", base.type.element)
         if idx.is_const:
             if not 0 <= idx.const < base.type.size:
                 raise err(f"index {idx.const} out of bounds for {base.type}", e)
@@ -827,6 +852,8 @@ class Compiler:
             return repr(fit(v.const, t.underlying))
         if isinstance(t, T.VarbitT):
             return v.code
+        if isinstance(t, T.ArrayT) and not (isinstance(s, T.ArrayT) and T.same_type(s, t)):
+            raise err(f"cannot use a {s} value where {t} is expected", node)
         return v.code
 
     def x_ListExpr(self, e: A.ListExpr, scope, em, want) -> V:

@@ -41,6 +41,13 @@ def lvalue(cp: Compiler, e: A.Expr, scope: Scope, em: Emitter) -> V:
 def assign_code(cp: Compiler, lhs: A.Expr, rhs: V, scope: Scope, em: Emitter) -> None:
     """Check `lhs = rhs` where rhs is already checked."""
     if isinstance(lhs, A.Slice):
+        inner = lhs.expr
+        while isinstance(inner, A.Slice):
+            inner = inner.expr
+        if isinstance(inner, A.Index) and isinstance(cp.value(inner.expr, scope, Emitter()).type, T.ArrayT) \
+                and not cp.value(inner.index, scope, Emitter()).is_const:
+            raise err(f"a slice of an array element with a run-time index ({cp.text(lhs)}) is not "
+                      "supported as an l-value (assign the element whole)", lhs)
         base = lvalue(cp, lhs.expr, scope, em)
         if not isinstance(base.type, T.BitT):
             raise err("slices need a bit<> value", lhs)

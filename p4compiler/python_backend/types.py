@@ -158,6 +158,29 @@ class StackT(Type):
 
 
 @dataclass(eq=False)
+class ArrayT(Type):
+    """`T[N]` of a non-header element type: bit<W>, int<W>, bool or a serializable enum (arrays of
+    non-header types, p4-spec PR 1360, newer than v1.2.5; header stacks stay StackT). Its value
+    is the elements' bits side by side, element 0 the most significant (first on the wire)."""
+
+    element: Type
+    size: int
+
+    def name(self) -> str:
+        return f"{self.element.name()}[{self.size}]"
+
+    @property
+    def elem_width(self) -> int:
+        w = serial_width(self.element)
+        assert w is not None
+        return w
+
+    @property
+    def width(self) -> int:
+        return self.elem_width * self.size
+
+
+@dataclass(eq=False)
 class TupleT(Type):
     elements: list[Type]
 
@@ -206,6 +229,8 @@ def serial_width(t: Type) -> int | None:
         return 1
     if isinstance(t, EnumT) and t.underlying is not None:
         return t.underlying.width
+    if isinstance(t, ArrayT):
+        return t.width
     return None
 
 
@@ -216,6 +241,8 @@ def type_key(t: Type) -> Any:
         return t
     if isinstance(t, StackT):
         return ("stack", type_key(t.element), t.size)
+    if isinstance(t, ArrayT):
+        return ("array", type_key(t.element), t.size)
     if isinstance(t, (TupleT, ListT)):
         return ("tuple", tuple(type_key(e) for e in t.elements))
     return ("id", id(t))
@@ -230,6 +257,8 @@ def same_type(a: Type, b: Type) -> bool:
         return a == b
     if isinstance(a, StackT) and isinstance(b, StackT):
         return same_type(a.element, b.element) and a.size == b.size
+    if isinstance(a, ArrayT) and isinstance(b, ArrayT):
+        return a.size == b.size and (a.element is b.element or same_type(a.element, b.element))
     if isinstance(a, VarbitT) and isinstance(b, VarbitT):
         return a.max_width == b.max_width
     return False
