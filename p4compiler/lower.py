@@ -415,8 +415,8 @@ class Lower(_Build):
             return V(ir.Member(self.to_ir(base, e.expr), f"t{i}", self.irt(et, e)), et)
         if isinstance(base.type, T.ArrayT):
             idx = self.value(e.index, scope, em)
-            return V(self.elem_read(_Elem(self.to_ir(base, e.expr), base.type, self.index_ir(idx, e.index)), e),
-                     base.type.element)
+            el = _Elem(self.to_ir(base, e.expr), base.type, self.index_ir(idx, e.index))
+            return V(self.elem_read(el, e), base.type.element)
         if not isinstance(base.type, T.StackT):
             raise unsupported(f"indexing a {base.type} value", e)
         idx = self.value(e.index, scope, em)
