@@ -154,6 +154,19 @@ class StackNext(Expr):
     type: Type = field(default_factory=lambda: Bits(32))
 
 
+def stack_ref(e: Index) -> str | None:
+    """"next" or "last" when `e` is the lowering of `hs.next` / `hs.last` (an element at
+    nextIndex or nextIndex - 1): in a parser, either raises StackOutOfBounds when that element
+    does not exist (P4-16 8.18); None for any other index."""
+    i = e.index
+    if isinstance(i, StackNext):
+        return "next"
+    if (isinstance(i, BinOp) and i.op == "sub" and isinstance(i.left, StackNext)
+            and isinstance(i.right, Const) and i.right.value == 1):
+        return "last"
+    return None
+
+
 @dataclass(eq=False)
 class ActionArg(Expr):
     """Control-plane argument `index` of the table entry being run (inside TableApply bodies)."""

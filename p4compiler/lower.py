@@ -806,8 +806,13 @@ class Lower(_Build):
                 tmp = self.local("init", t, em, node)
                 self.init_into(tmp, t, rhs.code, em, node)
                 em.append(ir.Assign(target, tmp))
-                return
-            em.append(ir.Assign(target, self.to_ir(rhs, node)))
+            else:
+                em.append(ir.Assign(target, self.to_ir(rhs, node)))
+            if isinstance(target, ir.Member) and isinstance(target.base.type, ir.Union_):
+                # P4-16 8.19: `u.h = e` is `u.h.setValid(); u.h = e` when e is valid, so the
+                # union's other members become invalid (bmv2's assign_header does the same);
+                # an invalid e leaves u.h invalid (bmv2: the others as they were)
+                em.append(ir.If(ir.IsValid(target), [ir.SetValid(target, True, target.base)], []))
             return
         em.append(ir.Assign(target, self.coerce(rhs, t, node)))
 

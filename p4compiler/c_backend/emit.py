@@ -441,12 +441,20 @@ class CEmitter:
         getattr(self, "s_" + type(st).__name__)(st, lvl)
 
     def lookahead_checks(self, st: Any, lvl: int) -> None:
-        """Bounds checks for the lookaheads a parser statement reads (before it runs)."""
+        """Bounds checks for the lookaheads a parser statement reads, and for the stack elements
+        it names by `.next` / `.last` (StackOutOfBounds when absent, P4-16 8.18), before it runs."""
         widths: list[int] = []
 
         def walk(o: Any) -> None:
             if isinstance(o, ir.Lookahead):
                 widths.append(o.width)
+            elif isinstance(o, ir.Index) and (ref := ir.stack_ref(o)) is not None:
+                t = o.base.type
+                assert isinstance(t, ir.Stack)
+                nxt = f"{self.x(o.base)}.nxt"
+                cond = f"{nxt} >= {t.size}" if ref == "next" else f"{nxt} == 0"
+                self.line(f"if ({cond}) {{ err = {self.err['StackOutOfBounds']}; goto P_error; }}", lvl)
+                walk(o.base)
             elif isinstance(o, ir.Expr):
                 for v in vars(o).values():
                     walk(v)

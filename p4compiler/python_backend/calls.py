@@ -97,6 +97,8 @@ def compile_call(cp: Compiler, e: A.Call, scope: Scope, em: Emitter, want: Any) 
             raise err(f"header unions have no method {method}", e)
         if isinstance(bt, T.StackT):
             if method in ("push_front", "pop_front"):
+                if scope.find_kind("state") is not None:  # as p4c's type check
+                    raise err(f"{method} cannot be used on a header stack in a parser", e)
                 if len(e.args) != 1:
                     raise err(f"{method} takes one argument", e)
                 n = cp.const_int(e.args[0].value, scope)

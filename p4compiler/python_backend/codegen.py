@@ -547,6 +547,9 @@ class Compiler:
         if isinstance(bt, T.StackT):
             if e.member == "size":
                 return V(repr(bt.size), T.BitT(32), bt.size)
+            if e.member in ("lastIndex", "last", "next") and scope.find_kind("state") is None:
+                # P4-16 8.18 (and p4c's type check): they name the parser's place in the stack
+                raise err(f"{self.text(e)}: a stack's {e.member} can only be used in a parser", e)
             if e.member == "lastIndex":
                 return V("", T.BitT(32))
             if e.member == "last":

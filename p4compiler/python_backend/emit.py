@@ -296,12 +296,9 @@ class PyEmitter:
         i = e.index
         if isinstance(i, ir.Const):
             return f"{b}.h[{i.value}]" if i.value < st.size else f"_stack_at({b}, {i.value})"
-        if self.in_parser:  # stack.next / stack.last in a parser: StackOutOfBounds, as the reference
-            if isinstance(i, ir.StackNext):
-                return f"_stack_next({b})"
-            if (isinstance(i, ir.BinOp) and i.op == "sub" and isinstance(i.left, ir.StackNext)
-                    and isinstance(i.right, ir.Const) and i.right.value == 1):
-                return f"_stack_last({b})"
+        ref = ir.stack_ref(e) if self.in_parser else None
+        if ref is not None:  # stack.next / stack.last in a parser: StackOutOfBounds when absent
+            return f"_stack_{ref}({b})"
         return f"_stack_at({b}, {self.x(i)})"
 
     def x_StackNext(self, e: ir.StackNext) -> str:

@@ -280,6 +280,15 @@ class P4Struct:
     __slots__ = ()
 
 
+def _invalidate(e: P4Header | P4Struct) -> None:
+    """Make a stack element invalid: a header, or every member of a header union."""
+    if isinstance(e, P4Header):
+        e._v = False
+    else:
+        for n in e.__slots__:
+            getattr(e, n)._v = False
+
+
 class Stack:
     """A header stack: elements `h`, and `nxt` = nextIndex."""
 
@@ -308,7 +317,7 @@ class Stack:
         for i in range(n - 1, count - 1, -1):
             self.h[i]._set(self.h[i - count])
         for i in range(count):
-            self.h[i]._v = False
+            _invalidate(self.h[i])
         self.nxt = min(self.nxt + count, n)
 
     def pop_front(self, count: int) -> None:
@@ -319,7 +328,7 @@ class Stack:
         for i in range(n - count):
             self.h[i]._set(self.h[i + count])
         for i in range(n - count, n):
-            self.h[i]._v = False
+            _invalidate(self.h[i])
         self.nxt = max(self.nxt - count, 0)
 
     def __eq__(self, other: object) -> bool:
