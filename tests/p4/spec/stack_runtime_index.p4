@@ -1,7 +1,8 @@
 // Header stacks and unions indexed and assigned at run time (P4-16 v1.2.4):
 // - 8.18 "Operations on header stacks": hs[i] with a run-time i as r-value and l-value, in a
 //   control and in a parser state; hs.next / hs.last in a parser raise error.StackOutOfBounds
-//   when the element does not exist (next at a full stack, last at an empty one); lastIndex.
+//   when the element does not exist (next at a full stack, last at an empty one); lastIndex
+//   (of a copy: assigning a stack copies its nextIndex too, as bmv2's assign_header_stack).
 // - 8.25 "Reading uninitialized values and writing fields of invalid headers": an index out of
 //   range reads an invalid header (its fields unspecified: only its validity is looked at here),
 //   and a write through it (a field, setValid, a whole header) changes no state.
@@ -48,7 +49,8 @@ parser MyParser(packet_in pkt, out headers_t hdr, inout meta_t meta, inout stand
     state two {
         pkt.extract(hdr.s.next);
         pkt.extract(hdr.s.next);
-        meta.li = (bit<8>)hdr.s.lastIndex;
+        v_t[3] copy = hdr.s;                // a stack's value includes its nextIndex
+        meta.li = (bit<8>)copy.lastIndex;
         transition select(hdr.s.last.v) {
             default: accept;
         }
@@ -57,6 +59,7 @@ parser MyParser(packet_in pkt, out headers_t hdr, inout meta_t meta, inout stand
         // a run-time index as an l-value in a parser; out of range: nothing happens
         hdr.s[hdr.c.i].setValid();
         hdr.s[hdr.c.i].v = 0x42;
+        hdr.c.j = hdr.s[hdr.c.i].isValid() ? 8w1 : 8w2;
         transition accept;
     }
     state last_of_empty {
