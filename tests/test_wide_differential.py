@@ -445,7 +445,7 @@ header v4_t { bit<8> tag; bit<32> a; }
 header v6_t { bit<8> tag; bit<128> a; }
 header_union ip_t { v4_t v4; v6_t v6; }
 struct headers_t { ethernet_t eth; seg_t[3] segs; ip_t ip; }
-struct meta_t { bit<128> first; @field_list(1) bit<136> kept; }
+struct meta_t { bit<128> first; bit<128> last_addr; @field_list(1) bit<136> kept; }
 parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
     state start { pkt.extract(hdr.eth); transition segs; }
     state segs {
@@ -453,6 +453,7 @@ parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_met
         transition select(hdr.segs.last.last) { 0: segs; default: ip; }
     }
     state ip {
+        meta.last_addr = hdr.segs.last.addr;  // .last only in a parser (P4-16 8.18, p4c)
         transition select(pkt.lookahead<bit<8>>()) { 6: v6; default: v4; }
     }
     state v4 { pkt.extract(hdr.ip.v4); transition accept; }
@@ -465,7 +466,7 @@ control Ing(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm
         if (hdr.ip.v6.isValid()) {
             hdr.ip.v6.a = hdr.ip.v6.a ^ hdr.segs[0].addr;
         } else if (hdr.ip.v4.isValid()) {
-            bit<128> a = hdr.segs.last.addr;
+            bit<128> a = meta.last_addr;
             hdr.ip.v6.setValid();
             hdr.ip.v6.tag = 6;
             hdr.ip.v6.a = a + (bit<128>)hdr.ip.v4.a;

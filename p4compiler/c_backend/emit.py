@@ -961,7 +961,7 @@ class CEmitter:
         self.line("{", lvl)
         for k in tr.keys:
             n = self.fn.tmp("sel")
-            self.line(f"{ctype(k.type)} {n} = {self.x(k)};", lvl + 1)
+            self.line(f"{ctype(k.type)} {n} = {self.x(k)}; (void){n};", lvl + 1)  # default-only: unread
             kv.append(n)
         kt = [k.type for k in tr.keys]
         for case in tr.cases:
