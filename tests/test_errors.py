@@ -23,6 +23,7 @@ import pytest
 from google.rpc import code_pb2, status_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
+from p4compiler.errors import P4Error
 from p4compiler.p4info import build_p4info
 from p4compiler.python_backend import compile_file, compile_text
 from softswitch import api
@@ -179,6 +180,43 @@ def test_exit_in_a_parser_is_refused_with_its_location(tmp_path):
     (line,) = proc.stderr.strip().splitlines()
     assert line.startswith(f"{prog}:8:"), line
     assert "exit is not allowed in a parser" in line, line
+
+
+STACK_PROGRAM = """#include <core.p4>
+#include <v1model.p4>
+header h_t { bit<8> f; }
+struct headers_t { h_t[2] s; }
+struct meta_t { bit<32> n; }
+parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    state start { pkt.extract(hdr.s.next); PARSER transition accept; }
+}
+control VC(inout headers_t hdr, inout meta_t meta) { apply { } }
+control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) { apply { CONTROL } }
+control E(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) { apply { } }
+control CC(inout headers_t hdr, inout meta_t meta) { apply { } }
+control D(packet_out pkt, in headers_t hdr) { apply { pkt.emit(hdr.s); } }
+V1Switch(P(), VC(), I(), E(), CC(), D()) main;
+"""
+
+
+@pytest.mark.parametrize("parser, control, message", [
+    ("", "hdr.s.next.f = 1;", "hdr.s.next: a stack's next can only be used in a parser"),
+    ("", "hdr.s.last.f = 1;", "hdr.s.last: a stack's last can only be used in a parser"),
+    ("", "meta.n = hdr.s.lastIndex;", "a stack's lastIndex can only be used in a parser"),
+    ("hdr.s.push_front(1);", "", "push_front cannot be used on a header stack in a parser"),
+    ("hdr.s.pop_front(1);", "", "pop_front cannot be used on a header stack in a parser"),
+])
+def test_stack_members_are_refused_where_p4c_refuses_them(parser, control, message):
+    """P4-16 8.18: next, last and lastIndex name the parser's place in a stack (p4c refuses them
+    in controls); push_front/pop_front are not parser statements (p4c refuses them there)."""
+    with pytest.raises(P4Error, match=message) as err:
+        compile_text(STACK_PROGRAM.replace("PARSER", parser).replace("CONTROL", control), "s.p4")
+    assert str(err.value).startswith("s.p4:") and "\n" not in str(err.value)
+
+
+def test_stack_members_in_their_places_compile():
+    compile_text(STACK_PROGRAM.replace("PARSER", "meta.n = hdr.s.lastIndex + (bit<32>)hdr.s.last.f;")
+                 .replace("CONTROL", "hdr.s.push_front(1); hdr.s.pop_front(1);"), "s.p4")
 
 
 def test_p4_template_compiles():
