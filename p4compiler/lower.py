@@ -1070,6 +1070,9 @@ class Lower(_Build):
                 if isinstance(bt, T.BlockT):
                     scope.add(p.name, _SubBlock(bt.decl, f"{p4name}.{p.name}", a.args, outer))
                     continue
+            if isinstance(pt, T.ExternT):  # an extern instance: the argument names it
+                scope.add(p.name, self.expr(a, outer, []).bind)
+                continue
             v = self.value(a, outer, [], want=pt)
             scope.add(p.name, Const(self.coerce_const(v, pt, a), pt))
 
@@ -1117,7 +1120,9 @@ class Lower(_Build):
         scope = Scope(self.g, kind="block")
         self.bind_ctor(decl, p4name, ctor_args, outer, scope)
         for p in decl.params:
-            if p.name in binds:
+            if isinstance(binds.get(p.name), ExternInst):
+                scope.add(p.name, binds[p.name])
+            elif p.name in binds:
                 b = binds[p.name]
                 scope.add(p.name, Var(b.code, b.type, True, p.direction))
             else:
@@ -1141,7 +1146,9 @@ class Lower(_Build):
         self.bind_ctor(decl, p4name, ctor_args, outer or self.g, scope)
         for p in decl.params:
             t = self.resolve_type(p.type, scope)
-            if p.name in binds:
+            if isinstance(binds.get(p.name), ExternInst):
+                scope.add(p.name, binds[p.name])
+            elif p.name in binds:
                 scope.add(p.name, Var(binds[p.name].code, t, True, p.direction))
             else:
                 scope.add(p.name, Var("packet", t, False, p.direction))  # type: ignore[arg-type]
@@ -1471,6 +1478,8 @@ class Lower(_Build):
             v = tmp_scope.lookup_local(p.name)
             if isinstance(v, Var) and v.code != "packet":
                 binds[p.name] = V(v.code, v.type)
+            elif isinstance(v, ExternInst):  # an extern instance passed to the block
+                binds[p.name] = v  # type: ignore[assignment]
         em.extend(pre)
         if isinstance(b.decl, A.ParserDecl):
             sub = self.lower_parser(b.decl, b.p4name, b.ctor_args, binds, b.outer)

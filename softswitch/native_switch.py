@@ -152,11 +152,8 @@ class NativeSwitch(Switch):
                 t = Table(tinfo, spec, None, fns, spec.direct_counter, None)  # type: ignore[arg-type]
                 self.tables[tinfo.name] = t
                 self._push_default(t)
-                for keys, action, args, prio in spec.const_entries:
-                    match = {f: mm for f, mm in zip(t.field_names, keys, strict=False) if mm is not None}
-                    argd = dict(zip([n for n, _ in spec.action_params[action]], args, strict=False))
-                    self.insert_entry(api.TableEntry(tinfo.name, match, action, argd, prio or 0,
-                                                     is_const=True))
+                for entry in t.initial_entries():
+                    self._insert(t, entry, initial=True)
             self._make_profiles()
             self._pkt_in = program.controller_headers.get("packet_in")
             self._pkt_out = program.controller_headers.get("packet_out")
@@ -285,13 +282,15 @@ class NativeSwitch(Switch):
 
     def insert_entry(self, entry: api.TableEntry) -> None:
         with self.lock:
-            t = self._table(entry.table)
-            t.insert(entry)
-            try:
-                self._push_entry(t, t.find(entry), True)
-            except SwitchError:
-                t.delete(entry) if not entry.is_const else t.entries.pop(t.find(entry).key, None)
-                raise
+            self._insert(self._table(entry.table), entry)
+
+    def _insert(self, t: Table, entry: api.TableEntry, initial: bool = False) -> None:
+        t.insert(entry, initial=initial)
+        try:
+            self._push_entry(t, t.find(entry), True)
+        except SwitchError:
+            t.discard(entry)
+            raise
 
     def modify_entry(self, entry: api.TableEntry) -> None:
         with self.lock:

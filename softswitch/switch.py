@@ -121,14 +121,10 @@ class Switch:
             self._egress = blocks["egress"]
             self._compute = blocks["compute_checksum"]
             self._deparser = blocks["deparser"]
-            specs = {t.p4name: t for t in program.tables}
             for tinfo in program.info.tables:
-                spec = specs[tinfo.name]
                 t = self.tables.get(tinfo.name) or self._make_table(tinfo.name)
-                for keys, action, args, prio in spec.const_entries:
-                    match = {f: m for f, m in zip(t.field_names, keys, strict=False) if m is not None}
-                    argd = dict(zip([n for n, _ in spec.action_params[action]], args, strict=False))
-                    t.insert(api.TableEntry(tinfo.name, match, action, argd, prio or 0, is_const=True))
+                for entry in t.initial_entries():
+                    t.insert(entry, initial=True)
             self._make_profiles()
             self._H, self._M, self._SM = built["classes"]
             # error values are numbers; the run-time helpers raise ParserError by name
@@ -430,7 +426,8 @@ class Switch:
                     copy = (hdr._copy(), meta._copy(), sm._copy())
                     out.append((*copy, P, r.egress_port, r.instance, REPLICATION))
         elif sm.egress_spec != DROP_PORT:
-            out.append((hdr, meta, sm, P, sm.egress_spec, 0, NORMAL))
+            # bmv2 leaves instance_type as ingress ends with it (recirculated: 4, resubmitted: 6)
+            out.append((hdr, meta, sm, P, sm.egress_spec, 0, sm.instance_type))
         return out
 
     def _session_replicas(self, sid: int) -> list[Replica]:

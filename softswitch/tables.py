@@ -260,25 +260,48 @@ class Table:
         if self.profile is not None and e is not None:
             self.profile.count_ref(e.ref, delta)
 
-    def insert(self, entry: api.TableEntry) -> None:
-        if self.info.is_const_table and not entry.is_const:
+    def initial_entries(self) -> list[api.TableEntry]:
+        """The entries the program's `entries` / `const entries` install when it loads (an entry
+        of `const entries`, or one marked `const`, has is_const set)."""
+        out = []
+        for keys, action, args, prio, const in self.spec.const_entries:
+            match = {f: m for f, m in zip(self.field_names, keys, strict=False) if m is not None}
+            argd = dict(zip([n for n, _ in self.params[action]], args, strict=False))
+            out.append(api.TableEntry(self.name, match, action, argd, prio or 0, is_const=const))
+        return out
+
+    def insert(self, entry: api.TableEntry, initial: bool = False) -> None:
+        """Add an entry; `initial`: one of the program's own entries, installed when it loads
+        (the control plane adds none to a table with `const entries`)."""
+        if self.info.is_const_table and not initial:
             raise PermissionDenied(f"table {self.name} has const entries and cannot be changed")
+        if entry.is_const and not initial:
+            raise PermissionDenied(f"only the program's own entries of table {self.name} are const")
         e = self._make(entry)
         if e.key in self.entries:
             raise AlreadyExists(f"table {self.name} already has an entry with this key")
-        if len(self.entries) >= self.info.size and not entry.is_const:
+        if len(self.entries) >= self.info.size and not initial:
             raise ResourceExhausted(f"table {self.name} is full ({self.info.size} entries)")
         self.entries[e.key] = e
         self._count(e, 1)
         self._rebuild()
 
+    def _changeable(self, key: tuple) -> Entry:
+        """The entry with this identity, which the control plane may modify or delete."""
+        if self.info.is_const_table:
+            raise PermissionDenied(f"table {self.name} has const entries and cannot be changed")
+        old = self.entries.get(key)
+        if old is None:
+            raise NotFound(f"table {self.name} has no entry with this key")
+        if old.is_const:
+            raise PermissionDenied(f"this entry of table {self.name} is const (the program's)")
+        return old
+
     def modify(self, entry: api.TableEntry) -> None:
         if self.info.is_const_table:
             raise PermissionDenied(f"table {self.name} has const entries and cannot be changed")
         e = self._make(entry)
-        old = self.entries.get(e.key)
-        if old is None:
-            raise NotFound(f"table {self.name} has no entry with this key")
+        old = self._changeable(e.key)
         e.packets, e.bytes, e.meter = old.packets, old.bytes, old.meter
         self.entries[e.key] = e
         self._count(old, -1)
@@ -286,20 +309,22 @@ class Table:
         self._rebuild()
 
     def delete(self, entry: api.TableEntry) -> None:
-        if self.info.is_const_table:
-            raise PermissionDenied(f"table {self.name} has const entries and cannot be changed")
-        norm = self._normalize(entry)[0]
-        prio = entry.priority if self.needs_priority else 0
-        key = norm + (prio,)
-        if key not in self.entries:
-            raise NotFound(f"table {self.name} has no entry with this key")
+        key = self._identity(entry)
+        self._changeable(key)
         self._count(self.entries.pop(key), -1)
         self._rebuild()
 
-    def find(self, entry: api.TableEntry) -> Entry:
+    def discard(self, entry: api.TableEntry) -> None:
+        """Take an entry out whatever it is (undoing an insert the native table refused)."""
+        self._count(self.entries.pop(self._identity(entry), None), -1)
+        self._rebuild()
+
+    def _identity(self, entry: api.TableEntry) -> tuple:
         norm = self._normalize(entry)[0]
-        prio = entry.priority if self.needs_priority else 0
-        e = self.entries.get(norm + (prio,))
+        return norm + (entry.priority if self.needs_priority else 0,)
+
+    def find(self, entry: api.TableEntry) -> Entry:
+        e = self.entries.get(self._identity(entry))
         if e is None:
             raise NotFound(f"table {self.name} has no entry with this key")
         return e

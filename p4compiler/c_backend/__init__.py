@@ -85,7 +85,7 @@ def build_manifest(
     for spec in program.tables:
         ti = info.table(spec.p4name)
         entries = []
-        for keys, aname, args, prio in spec.const_entries:
+        for keys, aname, args, prio, _const in spec.const_entries:
             entries.append(
                 {
                     "keys": [

@@ -40,9 +40,27 @@ def bind_params(cp: Compiler, params: list[A.Param], pscope: Scope, scope: Scope
         if isinstance(t, T.ExternT) and t.extern_name in ("packet_in", "packet_out"):
             scope.add(p.name, Var("c.P", t, False, p.direction))  # the packet is implicit
             continue
+        if isinstance(t, T.ExternT):
+            # an extern instance passed in (P4-16: directionless); the calls are checked against
+            # its type here, and each call site binds the instance it passes (lower.py)
+            if p.direction:
+                raise err(f"parameter {p.name} of extern type {t.name()} cannot have a direction", p)
+            scope.add(p.name, ExternInst("", t, p.name, p))
+            continue
         scope.add(p.name, Var(local, t, lvalue, p.direction))
         names.append(local)
     return names
+
+
+def extern_arg(cp: Compiler, a: A.Expr, pt: T.ExternT, scope: Scope, p: A.Param) -> ExternInst:
+    """The extern instance an argument for a parameter of extern type names."""
+    b = cp.expr(a, scope, Emitter()).bind
+    if not isinstance(b, ExternInst) or not isinstance(b.type, T.ExternT):
+        raise err(f"{p.name} takes an instance of {pt.name()}", a)
+    if b.type.extern_name != pt.extern_name or (
+            pt.type_args and [t.name() for t in b.type.type_args] != [t.name() for t in pt.type_args]):
+        raise err(f"{p.name} takes an instance of {pt.name()}, not of {b.type.name()}", a)
+    return b
 
 
 def scalar_outs(cp: Compiler, params: list[A.Param], pscope: Scope, prefix: str) -> list[str]:
@@ -214,6 +232,9 @@ def compile_block(cp: Compiler, decl: Any, p4name: str, ctor_args: list[A.Arg], 
                     sub = compile_block(cp, bt.decl, f"{p4name}.{p.name}", a.args, outer)
                     scope.add(p.name, BlockInst(bt.decl, bt.kind, sub))
                     continue
+            if isinstance(pt, T.ExternT):
+                scope.add(p.name, extern_arg(cp, a, pt, outer, p))
+                continue
             v = cp.value(a, outer, Emitter(), want=pt)
             if not v.is_const:
                 raise err(f"constructor argument {p.name} must be a compile-time constant", a)
@@ -477,15 +498,16 @@ def finish_table(cp: Compiler, d: A.TableDecl, scope: Scope, p4name: str, code: 
             largest_wins = bool(cp.value(p.value, scope, Emitter()).const)
         elif p.name == "priority_delta":
             delta = cp.const_int(p.value, scope)
+            if delta < 1:
+                raise err(f"priority_delta of table {d.name} must be a positive integer", p)
 
     # const entries
     entries_prop = d.prop("entries")
     entries = []
     if entries_prop is not None:
-        n = len(entries_prop.value)
-        explicit = any(e.priority is not None for e in entries_prop.value)
-        prev_prio: int | None = None
-        for i, ent in enumerate(entries_prop.value):
+        ents = entries_prop.value
+        prios = _entry_priorities(cp, d, ents, entries_prop.is_const, kinds, largest_wins, delta, scope)
+        for ent, prio in zip(ents, prios, strict=True):
             ks = ent.keyset.items if isinstance(ent.keyset, A.TupleKeyset) else [ent.keyset]
             if len(ks) == 1 and len(kinds) > 1 and isinstance(ks[0], (A.DefaultExpr, A.DontCare)):
                 ks = ks * len(kinds)
@@ -498,22 +520,8 @@ def finish_table(cp: Compiler, d: A.TableDecl, scope: Scope, p4name: str, code: 
                 raise err(f"action {aname} is not in the actions of table {d.name}", ent)
             if len(aargs) != len(action_params[aname]):
                 raise err(f"action {aname} needs {len(action_params[aname])} arguments", ent)
-            # Priorities as p4c's EntryPriorities pass assigns them: without any explicit one,
-            # earlier entries win; otherwise an entry without one continues from the previous
-            # entry by priority_delta, towards losing.
-            prio = None
-            if ent.priority is not None:
-                prio = cp.const_int(ent.priority, scope)
-            elif explicit:
-                if prev_prio is None:
-                    raise err("the first entry must have a priority when other entries have one", ent)
-                prio = prev_prio - delta if largest_wins else prev_prio + delta
-            elif any(k in ("ternary", "range", "optional") for k in kinds):
-                prio = (n - i) * delta if largest_wins else 1 + i * delta
-            prev_prio = prio
-            entries.append((mvals, aname, aargs, prio))
-    is_const = entries_prop is not None and (
-        entries_prop.is_const or all(e.is_const for e in entries_prop.value))
+            entries.append((mvals, aname, aargs, prio, entries_prop.is_const or ent.is_const))
+    is_const = entries_prop is not None and entries_prop.is_const
     idann = A.find_annotation(d.annotations, "id")
     info = M.TableInfo(
         name=p4name, match_fields=mfs, action_refs=arefs, size=size, default_action=dname,
@@ -618,6 +626,75 @@ def _implementation(cp: Compiler, p: A.TableProperty, scope: Scope, table: str) 
             cp.action_profile_decls[name] = _action_profile(cp, t.extern_name, consts, p, name, p.annotations)
             return name
     raise err("implementation must name or instantiate an action_profile or action_selector", p)
+
+
+MAX_PRIORITY = 2**31 - 1  # P4Runtime's priorities are int32 (and at least 1)
+
+
+def _entry_priorities(cp: Compiler, d: Any, ents: list, is_const: bool, kinds: list[str],
+                      largest_wins: bool, delta: int, scope: Scope) -> list[int | None]:
+    """The priority of each entry of a table's `entries`, in P4Runtime's numbers (the table's
+    largest_priority_wins says which end wins); None for a table with only exact and lpm keys.
+
+    - `priority = N:` on some entries (P4-16 v1.2.4, 14.2.1.4): the first entry must have one; an
+      entry without one continues from the entry before it by priority_delta, towards losing.
+    - p4c's `@priority(N)` annotations (p4c-bm2-ss): N is bmv2's priority (the smallest wins), an
+      entry without one gets its position 1, 2, ...; P4Runtime sees what PI reports for it on
+      simple_switch_grpc, INT32_MAX - N (or N itself where the smallest priority wins).
+    - neither, `const entries`: as p4c-bm2-ss and PI give them (positions, INT32_MAX - 1, - 2,
+      ...: p4c's EntryPriorities pass leaves const entries to the back end).
+    - neither, `entries`: the spec's numbering: the last entry gets 1, each one before it
+      priority_delta more (1, 1 + delta, ... from the first where the smallest wins).
+    Either way the entry listed first wins among entries without a priority of their own."""
+    needs = any(k in ("ternary", "range", "optional") for k in kinds)
+    explicit = [e for e in ents if e.priority is not None]
+    annotated = [(e, A.find_annotation(e.annotations, "priority")) for e in ents]
+    annotated = [(e, a) for e, a in annotated if a is not None]
+    if explicit and annotated:
+        raise err("an entry's @priority annotation (p4c's) and `priority =` (P4-16 v1.2.4) "
+                  f"cannot be mixed in one table ({d.name})", annotated[0][1])
+    if (explicit or annotated) and not needs:
+        what = explicit[0] if explicit else annotated[0][1]
+        raise err(f"table {d.name} has only exact and lpm keys, which take no entry priorities",
+                  what)
+    if not needs:
+        return [None] * len(ents)
+    n = len(ents)
+    if explicit:
+        if ents[0].priority is None:
+            raise err("the first entry must have a priority when other entries have one", ents[0])
+        out: list[int | None] = []
+        p = 0
+        for ent in ents:
+            if ent.priority is not None:
+                p = cp.const_int(ent.priority, scope)
+            else:
+                p = p - delta if largest_wins else p + delta
+            if not 1 <= p <= MAX_PRIORITY:
+                how = "given" if ent.priority is not None else "computed from the entry before it"
+                raise err(f"entry priority {p} ({how}) is out of range: P4Runtime takes 1 to "
+                          f"{MAX_PRIORITY}", ent)
+            out.append(p)
+        return out
+    if annotated or is_const:
+        out = []
+        for i, ent in enumerate(ents):
+            a = A.find_annotation(ent.annotations, "priority")
+            b = i + 1
+            if a is not None:
+                try:
+                    b = int(a.body.strip(), 0)
+                except ValueError:
+                    raise err(f"@priority takes an integer, not {a.body.strip()!r}", a) from None
+            p = MAX_PRIORITY - b if largest_wins else b
+            if not 1 <= p <= MAX_PRIORITY:
+                raise err(f"@priority({b}) is out of range: P4Runtime takes 1 to {MAX_PRIORITY} "
+                          f"(here {p})", a or ent)
+            out.append(p)
+        return out
+    if delta < 1:
+        raise err(f"priority_delta of table {d.name} must be positive", d)
+    return [(n - i) * delta if largest_wins else 1 + i * delta for i in range(n)]
 
 
 def _param_width(cp: Compiler, p: A.Param, scope: Scope) -> int:

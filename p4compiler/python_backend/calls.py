@@ -186,6 +186,11 @@ def call_block(cp: Compiler, b: BlockInst, e: A.Call, scope: Scope, em: Emitter)
             continue  # the packet is implicit
         if a is None:
             continue
+        if isinstance(pt, T.ExternT):
+            from p4compiler.python_backend.blocks import extern_arg
+
+            extern_arg(cp, a, pt, scope, p)
+            continue
         scalar = not isinstance(pt, (T.StructLikeT, T.StackT))
         v = cp.value(a, scope, em, want=pt)
         if scalar and p.direction in ("out", "inout"):

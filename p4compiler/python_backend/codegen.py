@@ -74,7 +74,8 @@ class TableSpec:
     action_params: dict[str, list[tuple[str, int]]]
     default_action: str
     default_args: list[int]
-    const_entries: list[tuple[list[Any], str, list[int], int | None]]  # (keys, action, args, priority)
+    # the table's `entries`: (keys, action, args, priority, const: not to be changed by the control plane)
+    const_entries: list[tuple[list[Any], str, list[int], int | None, bool]]
     direct_counter: str | None = None
     direct_meter: str | None = None
     size: int = 1024

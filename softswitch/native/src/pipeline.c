@@ -206,7 +206,9 @@ static void egress_step(struct ss_switch *sw, run *r) {
     int last = it->next >= it->n;
     switch (it->kind) {
     case SS_EQ_UNICAST:
-        run_egress(sw, r, it->src, it->port, 0, SS_NORMAL, it->data, it->len, it->payload_off, it->truncate);
+        /* bmv2 leaves instance_type as ingress ends with it (recirculated: 4, resubmitted: 6) */
+        run_egress(sw, r, it->src, it->port, 0, SM(it->src)->instance_type, it->data, it->len,
+                   it->payload_off, it->truncate);
         break;
     case SS_EQ_MCAST: {
         void *st = it->src;
