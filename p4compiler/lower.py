@@ -26,7 +26,7 @@ from p4compiler.errors import P4Error
 from p4compiler.frontend import ast as A
 from p4compiler.python_backend import CompiledProgram, _Build
 from p4compiler.python_backend import types as T
-from p4compiler.python_backend.calls import _SIZE_METHODS, _size_bits, ordered_args
+from p4compiler.python_backend.calls import _SIZE_METHODS, _size_bits, direct_block, ordered_args
 from p4compiler.python_backend.codegen import V, fit
 from p4compiler.python_backend.scope import (
     ActionBind,
@@ -1118,6 +1118,7 @@ class Lower(_Build):
         if not isinstance(decl, A.ControlDecl):
             raise unsupported(f"applying {getattr(decl, 'name', '?')} here", decl)
         scope = Scope(self.g, kind="block")
+        scope.instance_name = p4name
         self.bind_ctor(decl, p4name, ctor_args, outer, scope)
         for p in decl.params:
             if isinstance(binds.get(p.name), ExternInst):
@@ -1143,6 +1144,7 @@ class Lower(_Build):
         outer: Scope | None = None,
     ) -> ir.Parser:
         scope = Scope(self.g, kind="block")
+        scope.instance_name = p4name
         self.bind_ctor(decl, p4name, ctor_args, outer or self.g, scope)
         for p in decl.params:
             t = self.resolve_type(p.type, scope)
@@ -1304,6 +1306,15 @@ class Lower(_Build):
                 self.emit(em, ir.StackShift(b_ir, method, self.const_int(e.args[0].value, scope)), e)
                 return V("None", T.VOID)
             raise unsupported(f"the method {method} of {bt} values", e)
+        if isinstance(callee, A.TypeMember) and callee.member == "apply":
+            # a direct type invocation: the instance the type check made for this call site
+            decl = direct_block(self, e, scope)
+            local = getattr(e, "direct_name", None)
+            if local is None:
+                raise unsupported("this direct type invocation", e)
+            outer = scope.enclosing_instance()
+            self.apply_sub(_SubBlock(decl, f"{outer}.{local}" if outer else local, [], scope), e, scope, em)
+            return V("None", T.VOID)
         if isinstance(callee, A.NameExpr):
             b = scope.lookup(callee.name)
             if isinstance(b, ActionBind):

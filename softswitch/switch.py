@@ -411,9 +411,10 @@ class Switch:
         if P.clone is not None and not P.clone[0]:
             _, sid, paths = P.clone
             saved = _capture(paths, meta, sm)
-            for r in self._session_replicas(sid):
+            reps, cut = self._session(sid)
+            for r in reps:
                 h2, m2, s2, P2 = self._parse(data, port, INGRESS_CLONE, saved)
-                out.append((h2, m2, s2, P2, r.egress_port, r.instance, INGRESS_CLONE))
+                out.append((h2, m2, s2, P2, r.egress_port, r.instance, INGRESS_CLONE, cut))
         if P.resubmit is not None:
             ingress_q.append((data, port, RESUBMIT, _capture(P.resubmit, meta, sm)))
             return out
@@ -424,21 +425,23 @@ class Switch:
             else:
                 for r in reps:
                     copy = (hdr._copy(), meta._copy(), sm._copy())
-                    out.append((*copy, P, r.egress_port, r.instance, REPLICATION))
+                    out.append((*copy, P, r.egress_port, r.instance, REPLICATION, 0))
         elif sm.egress_spec != DROP_PORT:
             # bmv2 leaves instance_type as ingress ends with it (recirculated: 4, resubmitted: 6)
-            out.append((hdr, meta, sm, P, sm.egress_spec, 0, sm.instance_type))
+            out.append((hdr, meta, sm, P, sm.egress_spec, 0, sm.instance_type, 0))
         return out
 
-    def _session_replicas(self, sid: int) -> list[Replica]:
+    def _session(self, sid: int) -> tuple[list[Replica], int]:
+        """A clone session's replicas and the length its clones are cut to (packet_length_bytes,
+        0: whole)."""
         s = self.sessions.get(sid)
         if s is None:
             log.debug("clone session %d does not exist; no clone made", sid)
-            return []
-        return s.replicas
+            return [], 0
+        return s.replicas, s.packet_length_bytes
 
     def _run_egress(self, item: tuple, outputs: list, egress_q: deque, ingress_q: deque) -> None:
-        hdr, meta, sm, Pin, port, rid, itype = item
+        hdr, meta, sm, Pin, port, rid, itype, cut = item
         sm.egress_port = port
         sm.egress_rid = rid
         sm.instance_type = itype
@@ -457,7 +460,7 @@ class Switch:
         if P.clone is not None and P.clone[0]:
             _, sid, paths = P.clone
             saved = _capture(paths, meta, sm)
-            reps = self._session_replicas(sid)
+            reps, clone_cut = self._session(sid)
             if self._e2e_copies + len(reps) > MAX_E2E_COPIES:
                 log.debug("E2E clone to session %d not made: over %d copies for this packet", sid,
                           MAX_E2E_COPIES)
@@ -468,7 +471,7 @@ class Switch:
                 s2.ingress_port = sm.ingress_port
                 s2.packet_length = sm.packet_length
                 _restore(saved, m2, s2)
-                egress_q.append((hdr._copy(), m2, s2, P, r.egress_port, r.instance, EGRESS_CLONE))
+                egress_q.append((hdr._copy(), m2, s2, P, r.egress_port, r.instance, EGRESS_CLONE, clone_cut))
         if sm.egress_spec == DROP_PORT:
             return
         try:
@@ -480,6 +483,8 @@ class Switch:
         data = b"".join(P.out) + P.data[P.off:]
         if P.truncate:
             data = data[: P.truncate]
+        if cut:  # a clone of a session with packet_length_bytes (bmv2's mirroring truncation)
+            data = data[:cut]
         if P.recirculate is not None:
             ingress_q.append((data, port, RECIRC, _capture(P.recirculate, meta, sm)))
             return

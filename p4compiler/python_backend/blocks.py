@@ -217,6 +217,7 @@ def compile_block(cp: Compiler, decl: Any, p4name: str, ctor_args: list[A.Arg], 
     """Compile one instance of a parser or control; returns its Python function name."""
     fn = f"{'prs' if isinstance(decl, A.ParserDecl) else 'ctl'}_{cp.safe(p4name)}_{cp.uid('')}"
     scope = Scope(cp.g, kind="block")
+    scope.instance_name = p4name
     cp.blocks[fn] = scope
     # constructor parameters are compile-time constants (or instances)
     if decl.ctor_params:

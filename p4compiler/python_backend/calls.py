@@ -105,6 +105,8 @@ def compile_call(cp: Compiler, e: A.Call, scope: Scope, em: Emitter, want: Any) 
                 return V("", T.VOID)
             raise err(f"header stacks have no method {method}", e)
         raise err(f"values of type {bt} have no method {method}", e)
+    if isinstance(callee, A.TypeMember) and callee.member == "apply":
+        return call_block(cp, direct_instance(cp, e, scope), e, scope, em)
     if isinstance(callee, A.NameExpr):
         b = scope.lookup(callee.name)
         if b is None:
@@ -173,6 +175,45 @@ def call_function(cp: Compiler, b: FuncBind, e: A.Call, scope: Scope, em: Emitte
     outs = bind_args(cp, proto.params, args, fscope, scope, em, proto.name, e)
     rt = cp.resolve_type(proto.return_type, fscope)
     return finish_call(cp, outs, rt, scope, em)
+
+
+def direct_block(cp: Compiler, e: A.Call, scope: Scope) -> Any:
+    """The parser or control declaration a direct type invocation `T.apply(...)` applies."""
+    callee = e.callee
+    assert isinstance(callee, A.TypeMember)
+    t = cp.resolve_type(callee.type, scope)
+    if not isinstance(t, T.BlockT) or t.kind not in ("control", "parser"):
+        raise err(f"{cp.text(callee)}: only a control or parser type can be applied directly", e)
+    decl = t.decl
+    if not isinstance(decl, (A.ControlDecl, A.ParserDecl)):
+        raise err(f"{decl.name} has no body to apply", e)
+    if decl.ctor_params:
+        raise err(f"{decl.name} has constructor parameters: declare an instance to apply it "
+                  "(P4-16 applies only types without them directly)", e)
+    return decl
+
+
+def direct_instance(cp: Compiler, e: A.Call, scope: Scope) -> BlockInst:
+    """P4-16 v1.2.4 "Direct type invocation": `T.apply(...)` applies an instance of T of its own,
+    one per call site, as if `T() T_n;` were declared in the enclosing block. Its control-plane
+    name is the type's (as p4c names it), then T_1, T_2, ... for further call sites in the same
+    block. The name is kept on the call (`direct_name`) for the lowering."""
+    decl = direct_block(cp, e, scope)
+    outer = scope.enclosing_instance()
+    local = getattr(e, "direct_name", None)
+    if local is None:
+        used = cp.direct_names.setdefault(outer, set())
+        local, k = decl.name, 0
+        while local in used:
+            k += 1
+            local = f"{decl.name}_{k}"
+        used.add(local)
+        e.direct_name = local  # type: ignore[attr-defined]
+    from p4compiler.python_backend.blocks import compile_block
+
+    p4name = f"{outer}.{local}" if outer else local
+    kind = "parser" if isinstance(decl, A.ParserDecl) else "control"
+    return BlockInst(decl, kind, compile_block(cp, decl, p4name, [], scope))
 
 
 def call_block(cp: Compiler, b: BlockInst, e: A.Call, scope: Scope, em: Emitter) -> V:

@@ -145,6 +145,8 @@ class Compiler:
         self.ctx_slots: dict[str, list[str]] = {}
         self.meta_type: T.StructLikeT | None = None
         self.blocks: dict[str, Any] = {}
+        # direct type invocations (`Ctl.apply(...)`): instance -> the local names given in it
+        self.direct_names: dict[str, set[str]] = {}
 
     # ------------------------------------------------------------------ helpers
     def uid(self, prefix: str) -> str:

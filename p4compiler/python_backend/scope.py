@@ -91,6 +91,16 @@ class Scope:
         self.parent = parent
         self.kind = kind
         self.names: dict[str, Any] = {}
+        self.instance_name: str | None = None  # a parser or control instance's own scope: its name
+
+    def enclosing_instance(self) -> str:
+        """The control-plane name of the parser or control instance this scope is in."""
+        s: Scope | None = self
+        while s is not None:
+            if s.instance_name is not None:
+                return s.instance_name
+            s = s.parent
+        return ""
 
     def lookup(self, name: str) -> Any:
         if name.startswith("."):

@@ -130,7 +130,7 @@ typedef struct run {
 
 static void run_egress(struct ss_switch *sw, run *r, void *state, uint32_t port, uint32_t rid,
                        uint32_t itype, const uint8_t *data, uint32_t len, uint32_t payload_off,
-                       uint32_t truncate) {
+                       uint32_t truncate, uint32_t cut) {
     const ss_program *P = sw->prog;
     ss_std_meta *sm = SM(state);
     sm->egress_port = port;
@@ -155,7 +155,8 @@ static void run_egress(struct ss_switch *sw, run *r, void *state, uint32_t port,
                 memcpy(snap, state, P->state_size);
                 ss_egress_item it = {.kind = SS_EQ_E2E, .data = data, .len = len, .payload_off = payload_off,
                                      .n = s->n, .ports = s->ports, .rids = s->rids, .src = snap,
-                                     .fl = p.c.clone_fl, .truncate = p.c.truncate_len};
+                                     .fl = p.c.clone_fl, .truncate = p.c.truncate_len,
+                                     .cut = s->packet_length_bytes};
                 push_egress(sw, &it);  /* room reserved above */
             } else {
                 sw->stats.clone_drops++;
@@ -185,6 +186,7 @@ static void run_egress(struct ss_switch *sw, run *r, void *state, uint32_t port,
     memcpy(out + p.c.out_len, data + payload_off, plen);
     uint32_t total = p.c.out_len + plen;
     if (p.c.truncate_len && total > p.c.truncate_len) total = p.c.truncate_len;
+    if (cut && total > cut) total = cut;  /* a clone of a session with packet_length_bytes */
     if (total > SS_MAX_FRAME) {
         sw->stats.too_long++;
         return;
@@ -208,7 +210,7 @@ static void egress_step(struct ss_switch *sw, run *r) {
     case SS_EQ_UNICAST:
         /* bmv2 leaves instance_type as ingress ends with it (recirculated: 4, resubmitted: 6) */
         run_egress(sw, r, it->src, it->port, 0, SM(it->src)->instance_type, it->data, it->len,
-                   it->payload_off, it->truncate);
+                   it->payload_off, it->truncate, 0);
         break;
     case SS_EQ_MCAST: {
         void *st = it->src;
@@ -217,7 +219,7 @@ static void egress_step(struct ss_switch *sw, run *r) {
             st = sw->st_eg;
         }
         run_egress(sw, r, st, it->ports[idx], it->rids[idx], SS_REPLICATION, it->data, it->len,
-                   it->payload_off, it->truncate);
+                   it->payload_off, it->truncate, 0);
         break;
     }
     case SS_EQ_I2E: {
@@ -228,7 +230,7 @@ static void egress_step(struct ss_switch *sw, run *r) {
             break;
         }
         run_egress(sw, r, sw->st_eg, it->ports[idx], it->rids[idx], SS_I2E_CLONE, it->data, it->len,
-                   p.c.payload_off, 0);
+                   p.c.payload_off, 0, it->cut);
         break;
     }
     case SS_EQ_E2E: {
@@ -244,7 +246,7 @@ static void egress_step(struct ss_switch *sw, run *r) {
             memcpy(st, it->src, P->state_size);
         }
         run_egress(sw, r, st, it->ports[idx], it->rids[idx], SS_E2E_CLONE, it->data, it->len,
-                   it->payload_off, it->truncate);
+                   it->payload_off, it->truncate, it->cut);
         break;
     }
     }
@@ -288,7 +290,7 @@ static void run_ingress(struct ss_switch *sw, run *r, uint32_t k) {
         if (s && s->n) {
             ss_egress_item it = {.kind = SS_EQ_I2E, .data = in->data, .len = in->len, .port = in->port,
                                  .n = s->n, .ports = s->ports, .rids = s->rids, .src = S,
-                                 .fl = p.c.clone_fl};
+                                 .fl = p.c.clone_fl, .cut = s->packet_length_bytes};
             push_egress(sw, &it);
         }
     }

@@ -95,7 +95,7 @@ typedef struct ss_value_set {
 
 typedef struct ss_replicas {
     uint32_t n;
-    uint32_t packet_length_bytes;  /* clone sessions; kept, not applied (as switch.py) */
+    uint32_t packet_length_bytes;  /* clone sessions: each clone is cut to this length (0: whole) */
     uint32_t *ports, *rids;
 } ss_replicas;
 
@@ -131,6 +131,7 @@ typedef struct ss_egress_item {
     void *src;               /* base state (unicast/mcast/I2E preserve source) or snapshot */
     int32_t fl;
     uint32_t truncate;
+    uint32_t cut;            /* clones: the session's packet_length_bytes (0: whole) */
 } ss_egress_item;
 
 typedef struct ss_pass {
