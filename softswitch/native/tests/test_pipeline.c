@@ -187,8 +187,8 @@ int main(void) {
     /* resubmit: preserved field list, fresh other metadata; bounded passes */
     CHECK(send(1, 5, 3, 0, 0, 0) == 1);
     o = info(0);
-    /* egress of a unicast packet sees instance_type NORMAL (switch.py _run_ingress/_run_egress) */
-    CHECK(outs[0].port == 2 && o.itype == SS_NORMAL && o.fl1 == 3 && o.cnt == 1);
+    /* egress of a unicast packet sees the instance_type its ingress ended with (bmv2) */
+    CHECK(outs[0].port == 2 && o.itype == SS_RESUBMIT && o.fl1 == 3 && o.cnt == 1);
     CHECK(rd(obuf + outs[0].offset + 2, 2) == SS_RESUBMIT);  /* as ingress saw it */
     CHECK(send(1, 5, 15, 0, 0, 0) == 1);  /* 16 passes: allowed */
     CHECK(send(1, 5, 16, 0, 0, 0) == 0);  /* 17 needed: dropped */
@@ -221,7 +221,7 @@ int main(void) {
     /* recirculate: the deparsed packet goes back in, from the egress port */
     CHECK(send(1, 10, 2, 0, 0, 3) == 1);
     o = info(0);
-    CHECK(outs[0].port == 3 && o.itype == SS_NORMAL && o.fl1 == 2 && o.cnt == 1 && o.c == 3 && o.plen == 19);
+    CHECK(outs[0].port == 3 && o.itype == SS_RECIRC && o.fl1 == 2 && o.cnt == 1 && o.c == 3 && o.plen == 19);
     CHECK(rd(obuf + outs[0].offset + 2, 2) == SS_RECIRC);
 
     /* E2E clone: the original first, then the clones (headers of the original after egress,
