@@ -1,7 +1,10 @@
-"""The native back end's C emitter (p4compiler.c_backend): every test program either compiles to C
-that gcc accepts with -Wall -Wextra -Werror, or is refused with one located NativeUnsupported
-line; generated agg32 runs the runtime's own agg test under ASan+UBSan; STF files run through
-the native loader when it can open a program.
+"""The native back end's C emitter (p4compiler.c_backend), and the sweep of every P4 file of the
+tree (tests/, p4/, bench/) through both back ends: every whole program (one with a `main`
+instance) compiles on the Python back end (type check, lowering, Python emission) and to C that
+gcc accepts with -Wall -Wextra -Werror, or is refused with one located line (P4Error:
+file:line:col), never another exception; an include-only fragment compiled alone is refused
+with one line naming the file. Generated agg32 runs the runtime's own agg test under
+ASan+UBSan; STF files run through the native loader when it can open a program.
 
 Compiled objects are cached in $TMPDIR/innet-c-backend-tests by a hash of the C source, so a
 second run only regenerates C.
@@ -24,6 +27,7 @@ import pytest
 from backends import allow_nonportable
 
 from p4compiler.c_backend import NativeProgram, NativeUnsupported, emit_c
+from p4compiler.errors import P4Error
 from p4compiler.python_backend import compile_file
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,30 +37,35 @@ GCC = shutil.which("gcc") or shutil.which("cc")
 CFLAGS = ["-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-fPIC", f"-I{INCLUDE}"]
 
 CORE_PROGRAMS = ["bench/p4/agg32.p4", "p4/examples/basic_router.p4", "p4/innet.p4"]
-PROGRAMS = (
-    CORE_PROGRAMS
-    + sorted(
-        os.path.relpath(p, ROOT)
-        for pat in ("tests/p4/features/*.p4", "tests/p4/spec/*.p4", "tests/p4/runner/*.p4")
-        for p in glob.glob(str(ROOT / pat))
-    )
-    + ["tests/p4/p4rt_basic.p4"]
+# every .p4 of the tree outside the compiler's own includes (core.p4, v1model.p4)
+ALL_P4 = sorted(
+    os.path.relpath(p, ROOT)
+    for top in ("tests", "p4", "bench")
+    for p in glob.glob(str(ROOT / top / "**" / "*.p4"), recursive=True)
 )
+_MAIN = re.compile(r"\)\s*main\s*;")
+# whole programs (they instantiate `main`); the rest are fragments that p4/innet.p4 includes
+PROGRAMS = [p for p in ALL_P4 if _MAIN.search((ROOT / p).read_text(encoding="utf-8"))]
+FRAGMENTS = [p for p in ALL_P4 if p not in PROGRAMS]
 
 # Programs the native back end refuses today (they run on the Python back end), with the
 # construct named in the message. A program leaving or joining this list must be a decision.
 EXPECTED_UNSUPPORTED: dict[str, str] = {}
 
 LOCATED = re.compile(r"^[^\s:]+\.p4:\d+:\d+: error: the native backend does not support .+ yet$")
+# one P4Error line with a location (what every refusal of the front end must look like)
+LOCATED_ERROR = re.compile(r"^[^\s:]+\.p4:\d+:\d+: error: \S.*$")
 
 
 @functools.lru_cache(maxsize=None)
-def _native(path: str) -> NativeProgram | NativeUnsupported:
-    # a corpus program marked `# options: allow-nonportable` in its .stf takes the opt-in
-    cp = compile_file(str(ROOT / path), allow_nonportable=allow_nonportable(ROOT / path))
+def _native(path: str) -> NativeProgram | P4Error:
+    """The program through both back ends (the Python one inside compile_file), or the P4Error
+    that refused it; any other exception propagates and fails the test that asked."""
     try:
+        # a corpus program marked `# options: allow-nonportable` in its .stf takes the opt-in
+        cp = compile_file(str(ROOT / path), allow_nonportable=allow_nonportable(ROOT / path))
         return emit_c(cp)
-    except NativeUnsupported as e:
+    except P4Error as e:
         return e
 
 
@@ -79,9 +88,21 @@ def _gcc(source: str, *extra: str) -> None:
     done.write_text("")
 
 
+def test_sweep_covers_the_tree() -> None:
+    """The sweep finds the corpora, the project's programs and the fragments they include."""
+    for p in CORE_PROGRAMS + ["tests/p4/p4rt_basic.p4", "tests/p4/hammer.p4", "tests/p4/value_set.p4"]:
+        assert p in PROGRAMS, p
+    assert sum(p.startswith("tests/p4/features/") for p in PROGRAMS) >= 50
+    assert "p4/parser.p4" in FRAGMENTS and "p4/include/headers.p4" in FRAGMENTS
+
+
 @pytest.mark.parametrize("path", PROGRAMS)
 def test_program_compiles_or_is_refused(path: str) -> None:
     res = _native(path)
+    if isinstance(res, P4Error) and not isinstance(res, NativeUnsupported):
+        msg = str(res)
+        assert "\n" not in msg and LOCATED_ERROR.match(msg), f"refusal without a location: {msg}"
+        pytest.fail(f"the front end refuses a corpus program: {msg}")
     if path in EXPECTED_UNSUPPORTED:
         assert isinstance(res, NativeUnsupported), (
             f"{path} now compiles natively: update EXPECTED_UNSUPPORTED"
@@ -95,6 +116,17 @@ def test_program_compiles_or_is_refused(path: str) -> None:
     assert "const ss_program ss_program_desc" in res.source
     json.dumps(res.manifest)  # the loader reads it as JSON
     _gcc(res.source)
+
+
+@pytest.mark.parametrize("path", FRAGMENTS)
+def test_fragment_alone_is_refused_with_one_line(path: str) -> None:
+    """A file meant to be included (no `main`) compiled alone: one P4Error line that names the
+    file (a syntax error where a type of the including file is missing, or no `main`)."""
+    res = _native(path)
+    assert isinstance(res, P4Error), f"{path} compiles alone"
+    msg = str(res)
+    assert "\n" not in msg and msg.startswith(str(ROOT / path) + ":"), msg
+    assert re.match(r"^\S+\.p4(:\d+:\d+)?: error: \S", msg), msg
 
 
 def test_manifest_numbering_basic_router() -> None:

@@ -14,6 +14,7 @@ each .stf file and tests/p4/features/README.md). A program whose .stf says
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -51,6 +52,10 @@ def test_program(stf_path: Path, backend: str) -> None:
 
 @pytest.mark.parametrize("stf_path", NONPORTABLE, ids=[f"{p.parent.name}/{p.stem}" for p in NONPORTABLE])
 def test_nonportable_mark_is_needed(stf_path: Path) -> None:
-    """A program marked allow-nonportable is refused without the opt-in (the mark stays true)."""
-    with pytest.raises(P4Error, match="is not portable"):
-        compile_file(str(stf_path.with_suffix(".p4")))
+    """A program marked allow-nonportable is refused without the opt-in (the mark stays true),
+    with one located line (file:line:col)."""
+    p4 = stf_path.with_suffix(".p4")
+    with pytest.raises(P4Error, match="is not portable") as ei:
+        compile_file(str(p4))
+    msg = str(ei.value)
+    assert "\n" not in msg and re.match(rf"^{re.escape(str(p4))}:\d+:\d+: error: ", msg), msg

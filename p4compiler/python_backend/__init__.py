@@ -68,7 +68,7 @@ def compile_file(path: str, include_dirs: Sequence[str] = (), defines: Mapping[s
         raise P4Error(f"P4 program {path} does not exist")
     text = preprocess(path, include_dirs, defines)
     prog = parse_source_preprocessed(text, path)
-    cp = compile_program(prog, allow_nonportable=allow_nonportable)
+    cp = _compile_located(prog, path, allow_nonportable)
     cp.p4_source = text
     cp.filename = path
     return cp
@@ -90,10 +90,22 @@ def compile_text(text: str, filename: str = "<device config>", include_dirs: Seq
     # keep the preprocessed text, as compile_file does: the native back end parses it again
     text = preprocess_text(text, filename, include_dirs, defines)
     prog = parse_source_preprocessed(text, filename)
-    cp = compile_program(prog, allow_nonportable=allow_nonportable)
+    cp = _compile_located(prog, filename, allow_nonportable)
     cp.p4_source = text
     cp.filename = filename
     return cp
+
+
+def _compile_located(prog: A.Program, filename: str, allow_nonportable: bool) -> CompiledProgram:
+    """compile_program; an error about the whole program (no node to point at, e.g. no `main`)
+    is located at the file, so every refusal names where it comes from."""
+    try:
+        return compile_program(prog, allow_nonportable=allow_nonportable)
+    except P4Error as e:
+        if e.file is None:
+            e.file = filename
+            e.args = (str(e),)
+        raise
 
 
 def compile_program(prog: A.Program, *, allow_nonportable: bool = False) -> CompiledProgram:
