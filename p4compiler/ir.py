@@ -17,8 +17,8 @@ types; back ends only walk it. By the time a program is in this form:
   bodies bind the control-plane arguments to locals; every stateful object is a number (the
   manifest order: `Program.tables`, `.actions`, `.registers`, ...).
 
-Parser-only nodes: `SubParser` (a sub-parser's states run in place), `ParserAccept` (`return` in
-a state), `KsValueSet` (a value set as one element of a tuple keyset). Everything the Python
+Parser-only nodes: `SubParser` (a sub-parser's states run in place), `KsValueSet` (a value set
+as one element of a tuple keyset). Everything the Python
 back end runs lowers (tests/test_lower.py); a back end refuses what it cannot represent
 (`c_backend.check`: varbit locals, exit in a parser, wide extern indexes, ...). `walk`/`children`
 visit the nodes generically.
@@ -447,11 +447,6 @@ class Verify(Stmt):
 class Emit(Stmt):
     header: Expr
     type: Header
-
-
-@dataclass(eq=False)
-class ParserAccept(Stmt):
-    """`return` in a parser state: the (sub-)parser ends now, in accept."""
 
 
 @dataclass(eq=False)

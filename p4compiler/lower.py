@@ -879,9 +879,6 @@ class Lower(_Build):
                 em.extend(outs)
             em.append(ir.Exit())
         elif isinstance(s, A.Return):
-            if fc.in_parser:  # ends the (sub-)parser in accept, as the Python reference does
-                em.append(ir.ParserAccept())
-                return
             if s.value is not None:
                 assert fc.ret is not None and fc.ret_type is not None
                 v = self.value(s.value, scope, em, want=fc.ret_type)

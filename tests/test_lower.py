@@ -91,10 +91,6 @@ parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_met
         transition select(hdr.h.a, sm.ingress_port) { (vs, 1): accept; default: reject; }
     }
 }""", PLAIN_INGRESS, ir.KsValueSet, None),
-    "return_in_parser": ("""
-parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
-    state start { pkt.extract(hdr.h); if (hdr.h.a == 0) { return; } transition reject; }
-}""", PLAIN_INGRESS, ir.ParserAccept, None),
     "for_loops": (PLAIN_PARSER, """
 bool small(in bit<8> v) { if (v > 9) { return false; } return true; }
 control Ing(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {

@@ -1,7 +1,7 @@
 """What the IR can express but the C back end cannot compile (yet): refused before emitting.
 
 The lowering (p4compiler.lower) expresses every construct the Python reference runs; the limits
-of the C representation live here (sub-parsers and `return` in parser states are emitted inline,
+of the C representation live here (sub-parsers are emitted inline,
 c_backend.emit.CEmitter.s_SubParser), each refusal a `NativeUnsupported` located at the statement
 (or type declaration) that needs it, so the switch falls back to the Python back end.
 Values wider than 64 bits compile (c_backend.wide); `_check_wide` lists where they cannot go yet.

@@ -938,10 +938,6 @@ class CEmitter:
         if pc.accept_used:
             self.line(f"{pc.accept}: ;", lvl)
 
-    def s_ParserAccept(self, st: ir.ParserAccept, lvl: int) -> None:
-        """`return` in a parser state: this (sub-)parser ends in accept."""
-        self.line(self.target("accept", self.pctx.refs), lvl)
-
     def target(self, name: str, refs: set[str]) -> str:
         if name == "accept":
             self.pctx.accept_used = True

@@ -447,7 +447,7 @@ class PyEmitter:
         guard = -1
         for i, s in enumerate(ss):
             self.s(s, lvl)
-            if isinstance(s, (ir.Leave, ir.Exit, ir.ParserError, ir.ParserAccept, ir.Break, ir.Continue)):
+            if isinstance(s, (ir.Leave, ir.Exit, ir.ParserError, ir.Break, ir.Continue)):
                 break  # the rest cannot run
             lv = self.leaves(s)
             out = lv - self.loops[-1] if self.loops and isinstance(s, ir.Loop) else frozenset()
@@ -699,9 +699,6 @@ class PyEmitter:
     def s_ParserError(self, st: ir.ParserError, lvl: int) -> None:
         self.line(f"raise ParserError({st.error})", lvl)
 
-    def s_ParserAccept(self, st: ir.ParserAccept, lvl: int) -> None:
-        self.line(self.accept, lvl)
-
     def s_Emit(self, st: ir.Emit, lvl: int) -> None:
         self.line(f"_em_{st.type.name}(P.out, {self.x(st.header)})", lvl)
 
@@ -733,7 +730,7 @@ class PyEmitter:
                 inner = lvl + 2
             else:
                 inner = lvl + 1
-            ends = any(isinstance(s, (ir.Exit, ir.ParserError, ir.ParserAccept)) for s in st.body)
+            ends = any(isinstance(s, (ir.Exit, ir.ParserError)) for s in st.body)
             if st.body or ends:
                 self.block(st.body, inner)
             if not ends:

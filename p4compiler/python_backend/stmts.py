@@ -87,9 +87,12 @@ def stmt(cp: Compiler, s: A.Stmt, scope: Scope, em: Emitter, fc: FnContext) -> N
         body(cp, s.then, scope, em, fc)
         if s.other is not None:
             body(cp, s.other, scope, em, fc)
-    elif isinstance(s, A.Exit) and fc.in_parser:
-        # P4-16's grammar has no exit among the parser statements; p4c refuses it too
-        raise err("exit is not allowed in a parser state (end parsing with transition accept or reject)", s)
+    elif isinstance(s, (A.Exit, A.Return)) and fc.in_parser:
+        # P4-16's grammar (v1.2.4 section 12.4, parserStatement) has neither exit nor return;
+        # p4c refuses both (a return reaches a parser only through an if's branch)
+        word = "exit" if isinstance(s, A.Exit) else "return"
+        raise err(f"{word} is not allowed in a parser state "
+                  "(end parsing with transition accept or reject)", s)
     elif isinstance(s, (A.Exit, A.EmptyStmt)):
         pass
     elif isinstance(s, A.Return):
