@@ -27,6 +27,7 @@ from p4compiler.frontend.parser import parse_file, parse_source  # noqa: F401 (r
 from p4compiler.python_backend import types as T
 from p4compiler.python_backend.blocks import compile_block, extern_instance
 from p4compiler.python_backend.codegen import Compiler, ExternSpec, TableSpec, err
+from p4compiler.python_backend.declorder import check_declaration_order
 from p4compiler.python_backend.scope import Const
 
 __all__ = ["CompiledProgram", "compile_file", "compile_text", "compile_program", "P4Error"]
@@ -127,6 +128,7 @@ class _Build(Compiler):
         self.info = M.ProgramInfo()
 
     def run(self) -> CompiledProgram:
+        check_declaration_order(self.program)
         self.declare_globals()
         for d in self.toplevel_externs():
             extern_instance(self, d, self.g, "")
@@ -185,8 +187,14 @@ class _Build(Compiler):
             if not isinstance(d, A.Instance) or d.name == "main":
                 continue
             t = self.resolve_type(d.type, self.g)
+            if isinstance(t, T.BlockT) and t.kind != "package":
+                # section 10.3.2: parsers and controls are instantiated inside a parser or
+                # control, or as the package's arguments; p4c: "cannot instantiate at top-level"
+                raise err(f"{t.kind} {d.name} is instantiated at the top level, which P4-16 does not "
+                          f"allow (instantiate {t.decl.name} in the V1Switch arguments, or inside "
+                          "a parser or control)", d)
             if isinstance(t, T.BlockT):
-                continue  # a parser/control instance (a V1Switch argument), or a package
+                continue  # a package
             if not isinstance(t, T.ExternT):
                 raise err(f"cannot instantiate {t}", d)
             out.append(d)
@@ -205,13 +213,6 @@ class _Build(Compiler):
             if not isinstance(t, T.BlockT):
                 raise err(f"{t} is not a parser or control", e)
             return t.decl, t.decl.name, e.args
-        if isinstance(e, A.NameExpr):
-            b = self.g.lookup(e.name)
-            if isinstance(b, tuple) and b[0] == "instance":
-                inst = b[1]
-                t = self.resolve_type(inst.type, self.g)
-                if isinstance(t, T.BlockT):
-                    return t.decl, self.p4_name(inst.name, inst.annotations, ""), inst.args
         raise err("V1Switch arguments must be parser/control instantiations", e if e is not None else main)
 
     # -------------------------------------------------------------- ProgramInfo pieces

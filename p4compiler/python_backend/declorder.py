@@ -1,0 +1,87 @@
+"""Declaration before use for the program's top-level names.
+
+P4-16 names must be declared before they are used; p4c refuses a use that precedes the
+declaration (a type name there is a syntax error, since its lexer only knows the types declared
+so far; another name is not found). The type check binds every top-level name before it looks
+at any block (codegen.Compiler.declare_globals), so without this pass the switch would accept a
+program that p4c refuses. Checked here on the parsed program, before any binding:
+
+- a top-level declaration's position is that of the first declaration of its name (overloaded
+  extern functions and functions are declared again later);
+- a use is a type name (`NamedTypeRef`, also inside instantiations and casts), a value name
+  (`NameExpr`) or an action named in a table (`ActionRefExpr`);
+- a name that the declaration also binds locally (a parameter, local, table, action, state,
+  type parameter, ...) is left alone: the check never guesses which one a use means.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Iterator
+
+from p4compiler.frontend import ast as A
+from p4compiler.python_backend.codegen import err
+
+# the node fields that are names a declaration binds (not uses)
+_BINDING_NODES = (A.Param, A.VarDecl, A.ConstDecl, A.Instance, A.TableDecl, A.ActionDecl,
+                  A.ValueSetDecl, A.ParserState, A.ForIn, A.MethodDecl, A.HeaderDecl,
+                  A.HeaderUnionDecl, A.StructDecl, A.EnumDecl, A.TypedefDecl, A.ExternDecl,
+                  A.ParserTypeDecl, A.ControlTypeDecl, A.PackageDecl, A.ParserDecl, A.ControlDecl)
+
+
+def top_level_name(d: A.Decl) -> str | None:
+    """The name a top-level declaration binds (None: error/match_kind members, nothing)."""
+    if isinstance(d, (A.ExternFunctionDecl, A.FunctionDecl)):
+        return d.proto.name
+    return getattr(d, "name", None)
+
+
+def check_declaration_order(program: A.Program) -> None:
+    """Refuse the first use of a top-level name that comes before its declaration."""
+    first: dict[str, tuple[int, A.Decl]] = {}
+    for i, d in enumerate(program.decls):
+        name = top_level_name(d)
+        if name is not None:
+            first.setdefault(name, (i, d))
+    for i, d in enumerate(program.decls):
+        local = _bound_inside(d)
+        for name, node in _uses(d):
+            name = name.lstrip(".")
+            if name in local or name not in first:
+                continue
+            j, decl = first[name]
+            if j > i:
+                where = f" (declared at line {decl.loc.line})" if decl.loc is not None else ""
+                raise err(f"{name} is used before its declaration{where}: P4-16 needs a name "
+                          "declared before it is used, and p4c refuses this", node if node.loc else d)
+
+
+def _nodes(n: Any) -> Iterator[Any]:
+    """`n` and every AST node below it."""
+    if isinstance(n, (list, tuple)):
+        for x in n:
+            yield from _nodes(x)
+        return
+    if not isinstance(n, A.Node):
+        return
+    yield n
+    for f in dataclasses.fields(n):
+        if f.name not in ("loc", "annotations"):
+            yield from _nodes(getattr(n, f.name))
+
+
+def _bound_inside(d: A.Decl) -> set[str]:
+    """The names `d` binds below its own name: parameters, locals, type parameters, ..."""
+    out: set[str] = set()
+    for n in _nodes(d):
+        if n is not d and isinstance(n, _BINDING_NODES):
+            out.add(n.name)
+        for tp in getattr(n, "type_params", None) or ():
+            out.add(tp)
+    return out
+
+
+def _uses(d: A.Decl) -> Iterator[tuple[str, A.Node]]:
+    for n in _nodes(d):
+        if isinstance(n, (A.NamedTypeRef, A.NameExpr, A.ActionRefExpr)):
+            yield n.name, n
