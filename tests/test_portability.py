@@ -1,7 +1,10 @@
 """The front end refuses what p4c-bm2-ss (v1model) refuses, unless the program opts in
 (p4compiler/python_backend/portability.py):
 
-* `/` or `%` by a value that is not a compile-time constant (by a constant stays accepted);
+* `/` or `%` that p4c-bm2-ss cannot reduce at compile time: by a value that is not a
+  compile-time constant, or a run-time value by a constant that is not a power of two (p4c's
+  StrengthReduction makes those shifts and masks, CompileTimeOperations refuses what is left),
+  or by the constant 0; constants fold (on signed values / and % are refused outright);
 * a table applied twice on one execution path of a control (exclusive branches are fine);
 * a `select` on a key of enum type, alone or in a tuple.
 
@@ -105,15 +108,51 @@ def test_division_forms_by_a_runtime_value_are_refused(ingress: str) -> None:
     assert line == INGRESS_LINE
 
 
-def test_division_by_a_constant_is_accepted() -> None:
+@pytest.mark.parametrize("ingress, why", [
+    ("        hdr.h.b = hdr.h.a / 3;", "division (/) of a run-time value by 3, which is not a power of two"),
+    ("        const bit<8> THREE = 3;\n        hdr.h.b = hdr.h.a % THREE;",
+     "modulo (%) of a run-time value by 3, which is not a power of two"),
+    ("        hdr.h.b = hdr.h.b % (bit<8>)(8w3 + 2);", "modulo (%) of a run-time value by 5"),
+    ("        hdr.h.b /= 6;", "division (/) of a run-time value by 6"),
+    ("        hdr.h.b = hdr.h.a / 0;", "division (/) by zero"),
+    ("        hdr.h.b = hdr.h.a % 8w0;", "modulo (%) by zero"),
+])
+def test_division_by_a_constant_that_is_not_a_power_of_two_is_refused(ingress: str, why: str) -> None:
+    """p4c-bm2-ss (v1model) has no run-time division: what StrengthReduction does not turn into
+    a shift or a mask is refused by CompileTimeOperations ("could not evaluate expression at
+    compilation time"); a constant 0 divisor is "Division by zero" there."""
+    text = program(ingress)
+    line, msg = refusal(text)
+    assert line == INGRESS_LINE + ingress.count("\n")
+    assert msg.startswith(f"{why}") and "is not portable" in msg, msg
+
+
+def test_division_that_p4c_reduces_is_accepted() -> None:
+    """Constants fold; by a power of two (1 too) it is a shift or a mask; 0 / x is 0."""
     compile_text(program("""
-        const bit<8> THREE = 3;
-        hdr.h.b = hdr.h.a / 3;
-        hdr.h.b = hdr.h.a % THREE;
-        hdr.h.b /= 4;
-        hdr.h.b = hdr.h.b % (bit<8>)(THREE + 2);
+        const bit<8> FOUR = 4;
+        hdr.h.b = hdr.h.a / 4;
+        hdr.h.b = hdr.h.a % FOUR;
+        hdr.h.b /= 1;
+        hdr.h.b %= 1;
+        hdr.h.b = hdr.h.b % (bit<8>)(FOUR + 4);
+        hdr.h.b = hdr.h.b / 8w128;
+        hdr.h.b = 0 / hdr.h.a;
         hdr.h.b = (bit<8>)(8w200 / 8w7);
+        hdr.h.b = 8w200 % 8w7;
     """), "prog.p4")
+
+
+@pytest.mark.parametrize("expr", ["hdr.h.s / 2", "hdr.h.s % 4", "hdr.h.s / hdr.h.s", "-8s6 / 8s2"])
+def test_division_of_signed_values_is_refused_even_with_the_opt_in(expr: str) -> None:
+    """P4-16 v1.2.4 defines / and % on bit<W> only; p4c: "Cannot operate on signed values"."""
+    text = program(f"        hdr.h.s = {expr};").replace("kind_t k; }", "kind_t k; int<8> s; }")
+    for nonportable in (False, True):
+        with pytest.raises(P4Error) as ei:
+            compile_text(text, "prog.p4", allow_nonportable=nonportable)
+        m = ERROR.match(str(ei.value))
+        assert m and int(m.group(1)) == INGRESS_LINE, str(ei.value)
+        assert "is not defined on signed values (int<8>)" in m.group(3)
 
 
 # --- tables applied twice ---------------------------------------------------------------------

@@ -695,20 +695,45 @@ class Compiler:
             return V("", T.BOOL)
         if not isinstance(t, (T.BitT, T.IntT)):
             raise err(f"{op} needs integer operands, not {t}", e)
+        if op in ("/", "%"):
+            self.check_division(op, lv, r, t, e)
         if lv.is_const and r.is_const:
             val = self.fold(op, lv.const, r.const, t, e)
             return V(repr(val), t, val)
         if isinstance(t, T.IntT):
             raise err(f"operands of {op} need a known width", e)
-        if op in ("/", "%") and not r.is_const and not self.allow_nonportable:
-            what = "division (/)" if op == "/" else "modulo (%)"
-            raise err(f"{what} by a value that is not a compile-time constant is not portable: "
-                      f"p4c-bm2-ss (v1model) divides only by constants ({NONPORTABLE_HINT})", e)
         self.coerce(lv, t, e.left)
         self.coerce(r, t, e.right)
         if op in ("&", "|", "^", "+", "-", "*", "/", "%", "|+|", "|-|"):
             return V("", t)
         raise err(f"unsupported operator {op}", e)
+
+    def check_division(self, op: str, lv: V, r: V, t: T.Type, e: Any) -> None:
+        """P4-16 v1.2.4 defines / and % on unsigned values only (section 8.6; p4c: "Cannot
+        operate on signed values"). What p4c-bm2-ss keeps of the rest: its mid end folds
+        constants, rewrites a division or modulo by a power of two (1 included) as a shift or
+        a mask and one of the constant 0 as 0 (StrengthReduction), then refuses any / or % left
+        ("could not evaluate expression at compilation time", CompileTimeOperations): bmv2
+        never divides at run time. So a run-time divisor, a constant divisor that is not a
+        power of two (with a run-time dividend) and a constant 0 divisor are not portable."""
+        what = "division (/)" if op == "/" else "modulo (%)"
+        if isinstance(t, T.BitT) and t.signed:
+            raise err(f"{what} is not defined on signed values ({t}); P4-16 divides bit<W> "
+                      "values only, and p4c refuses it", e)
+        if lv.is_const and r.is_const or self.allow_nonportable:
+            return  # folded (a negative or zero constant is refused by `fold`)
+        if r.is_const and r.const > 0 and r.const & (r.const - 1) == 0:
+            return  # p4c-bm2-ss makes it a shift (/) or a mask (%)
+        if lv.is_const and lv.const == 0 and not r.is_const:
+            return  # 0 / x is 0 for p4c-bm2-ss
+        if not r.is_const:
+            why = "by a value that is not a compile-time constant"
+        elif r.const == 0:
+            why = "by zero"
+        else:
+            why = f"of a run-time value by {r.const}, which is not a power of two,"
+        raise err(f"{what} {why} is not portable: p4c-bm2-ss (v1model) divides only constants, "
+                  f"and by powers of two (shifts and masks) ({NONPORTABLE_HINT})", e)
 
     def fold(self, op: str, a: int, b: int, t: T.Type, e: Any) -> int:
         if op in ("/", "%") and b == 0:

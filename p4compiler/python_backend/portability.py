@@ -5,11 +5,19 @@ Both back ends run them (they are part of the type check). `allow_nonportable=Tr
 compile_text) or `--allow-nonportable` (python -m softswitch, python -m softswitch.stf, python -m
 p4compiler.p4info) turns them off, and the program runs as the switch always ran it:
 
-- division or modulo by a value that is not a compile-time constant (codegen.Compiler.x_Binary);
+- division or modulo that p4c-bm2-ss cannot reduce at compile time (codegen.Compiler.
+  check_division): by a value that is not a compile-time constant, of a run-time value by a
+  constant that is not a power of two, or by the constant 0 (its mid end folds constants and
+  turns / and % by powers of two into shifts and masks, then refuses any division left: bmv2
+  divides nothing at run time). On signed values / and % are refused with or without the
+  opt-in (P4-16 defines them on bit<W> only);
 - a `select` on a key of enum type, alone or in a tuple (`select_keys` below);
 - a table applied twice on one execution path of a control (`check_table_applies` below), also
   through one instance of a control with tables applied twice; a table applied in exclusive
-  branches (if/else, switch cases, ?:) is one apply per path.
+  branches (if/else, switch cases, ?:) is one apply per path. A table applied in a `for` body
+  counts as applied twice (the body runs more than once); `for` is newer than p4c-bm2-ss v1.2.4
+  (`# options: newer-syntax`), and a newer p4c's bmv2 back end refuses the loops that reach it
+  ("BMV2 does not support loops"), so no p4c-bm2-ss decides this case: kept as is.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ control CIngress(inout headers_t hdr, inout meta_t meta, inout standard_metadata
         hdr.ops.sub -= 3;
         hdr.ops.mul *= 3;
         hdr.ops.div /= 4;
-        hdr.ops.mod %= 5;
+        hdr.ops.mod %= 8;  // by a power of two: p4c-bm2-ss divides no other run-time value
         hdr.ops.band &= 0x0F;
         hdr.ops.bor |= 0x80;
         hdr.ops.bxor ^= 0xFF;

@@ -2,7 +2,7 @@
 // 64-bit machine word; P4-16 spec 8.6 "Operations on fixed-width bit types (unsigned integers)":
 // results wrap modulo 2^128, shifts by an amount >= 128 give 0, |+| |-| saturate at 0 and
 // 2^128-1). Division and modulo of unsigned values (8.6; the divisor here is never 0).
-// Not portable: a / b and a % b by a run-time divisor; p4c-bm2-ss divides only by constants
+// Not portable: a / b and a % b by a run-time divisor; p4c-bm2-ss keeps no run-time division
 // (the .stf's `# options: allow-nonportable` line).
 #include <core.p4>
 #include <v1model.p4>

@@ -3,7 +3,8 @@
 // bool header fields, a struct of headers inside the headers struct (emitted as a whole),
 // select on a serializable enum, @atomic blocks, return inside an action, minSizeInBytes(),
 // log_msg and assert (no effect on the packet).
-// Not portable: a select on the enum field hdr.d.kind; p4c-bm2-ss refuses enum-typed select keys
+// Not portable: a select on the enum field hdr.d.kind; p4c-bm2-ss refuses enum-typed select keys,
+// and x / 3, x % 3 of a field (its mid end turns only divisions by powers of two into shifts)
 // (the .stf's `# options: allow-nonportable` line).
 #include <core.p4>
 #define V1MODEL_VERSION 20200408
