@@ -446,11 +446,13 @@ class P4RuntimeClient:
 
 
 def device_config_for(
-    p4_path: str | Path, defines: Mapping[str, str] | None = None
+    p4_path: str | Path, defines: Mapping[str, str] | None = None, *, allow_nonportable: bool = False
 ) -> tuple[p4info_pb2.P4Info, bytes]:
     """P4Info and device config for the software switch: the preprocessed P4 source (so that the
     switch needs none of the program's include files, and ``defines`` -- the -D settings, e.g.
-    ``{"AGG_VALUES_PER_PACKET": "256"}`` -- are in it) and the P4Info generated from it."""
+    ``{"AGG_VALUES_PER_PACKET": "256"}`` -- are in it) and the P4Info generated from it.
+    ``allow_nonportable`` compiles here also what p4c-bm2-ss refuses (compile_file's opt-in); the
+    switch compiles the pushed source again, so it needs ``--allow-nonportable`` as well."""
     from p4compiler.p4info import build_p4info
     from p4compiler.preprocess import preprocess
     from p4compiler.python_backend import compile_text
@@ -459,5 +461,5 @@ def device_config_for(
     if not path.is_file():
         raise ControlPlaneError(f"P4 program {path} does not exist")
     source = preprocess(str(path), defines=defines)
-    program = compile_text(source, str(path))
+    program = compile_text(source, str(path), allow_nonportable=allow_nonportable)
     return build_p4info(program.info), source.encode()

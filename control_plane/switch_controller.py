@@ -33,10 +33,12 @@ class SwitchController:
         self.jobs = JobManager(self.client, switch_mac, switch_ip)
         self.replay = Replay(self.client)
 
-    def load(self, p4_path: str | Path = DEFAULT_P4, defines: Mapping[str, str] | None = None) -> None:
+    def load(self, p4_path: str | Path = DEFAULT_P4, defines: Mapping[str, str] | None = None, *,
+             allow_nonportable: bool = False) -> None:
         """Compile ``p4_path`` here (preprocessed with ``defines``, as -D NAME=VALUE would) and make
-        it the switch's pipeline (all state starts empty)."""
-        p4info, device_config = device_config_for(p4_path, defines)
+        it the switch's pipeline (all state starts empty); ``allow_nonportable`` as in
+        device_config_for."""
+        p4info, device_config = device_config_for(p4_path, defines, allow_nonportable=allow_nonportable)
         self.client.set_pipeline(p4info, device_config)
 
     def attach(self) -> None:

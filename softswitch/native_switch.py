@@ -99,10 +99,12 @@ class NativeSwitch(Switch):
 
     @classmethod
     def from_file(cls, path: str, include_dirs: Sequence[str] = (), defines: Mapping[str, str] | None = None,
-                  cpu_port: int = 64) -> "NativeSwitch":
+                  cpu_port: int = 64, *, allow_nonportable: bool = False) -> "NativeSwitch":
+        """As Switch.from_file, on the native back end."""
         from p4compiler.python_backend import compile_file
 
-        return cls(compile_file(path, include_dirs, defines), cpu_port=cpu_port)
+        return cls(compile_file(path, include_dirs, defines, allow_nonportable=allow_nonportable),
+                   cpu_port=cpu_port)
 
     # ------------------------------------------------------------------ program
     def load(self, program: CompiledProgram) -> None:

@@ -94,8 +94,11 @@ class Switch:
 
     @classmethod
     def from_file(cls, path: str, include_dirs: Sequence[str] = (), defines: Mapping[str, str] | None = None,
-                  cpu_port: int = 64) -> "Switch":
-        return cls(compile_file(path, include_dirs, defines), cpu_port=cpu_port)
+                  cpu_port: int = 64, *, allow_nonportable: bool = False) -> "Switch":
+        """A switch running the program at `path` (compile_file's arguments; `allow_nonportable`:
+        also what p4c-bm2-ss refuses, see p4compiler/python_backend/portability.py)."""
+        return cls(compile_file(path, include_dirs, defines, allow_nonportable=allow_nonportable),
+                   cpu_port=cpu_port)
 
     # ------------------------------------------------------------------ program
     def load(self, program: CompiledProgram) -> None:

@@ -265,6 +265,48 @@ def test_compile_file_opt_in(nonportable_files: tuple[Path, Path]) -> None:
     assert compile_file(str(p4), allow_nonportable=True).allow_nonportable
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_switch_from_file_opt_in(nonportable_files: tuple[Path, Path], backend: str) -> None:
+    """Switch.from_file and NativeSwitch.from_file take the opt-in as compile_file does."""
+    from softswitch.native_switch import NativeSwitch
+    from softswitch.switch import Switch
+
+    cls = Switch if backend == "python" else NativeSwitch
+    p4, _ = nonportable_files
+    with pytest.raises(P4Error, match=r"prog\.p4:\d+:\d+: error: division \(/\) by a value"):
+        cls.from_file(str(p4))
+    sw = cls.from_file(str(p4), allow_nonportable=True)
+    assert sw.program.allow_nonportable
+    assert sw.process_packet(0, bytes([7, 2, 1])) == [(1, bytes([7, 3, 1]))]  # 7 / 2 = 3
+
+
+def test_device_config_for_opt_in(nonportable_files: tuple[Path, Path]) -> None:
+    """control_plane.p4runtime_client.device_config_for (SwitchController.load) takes the opt-in;
+    the P4Info is the program's either way."""
+    from control_plane.p4runtime_client import device_config_for
+    from control_plane.switch_controller import SwitchController
+
+    p4, _ = nonportable_files
+    with pytest.raises(P4Error, match="not portable"):
+        device_config_for(p4)
+    p4info, config = device_config_for(p4, allow_nonportable=True)
+    assert {t.preamble.name for t in p4info.tables} == {"I.t", "I.u"}
+    assert b"hdr.h.a / hdr.h.b" in config
+
+    pushed = []
+
+    class Client:
+        def set_pipeline(self, info: object, cfg: bytes) -> None:
+            pushed.append(cfg)
+
+    sc = SwitchController.__new__(SwitchController)
+    sc.client = Client()  # type: ignore[assignment]
+    with pytest.raises(P4Error, match="not portable"):
+        sc.load(p4)
+    sc.load(p4, allow_nonportable=True)
+    assert pushed == [config]
+
+
 def test_stf_cli_flag(nonportable_files: tuple[Path, Path]) -> None:
     p4, stf_path = nonportable_files
     run = [sys.executable, "-m", "softswitch.stf", "--backend", "python", str(p4), str(stf_path)]

@@ -2,7 +2,8 @@
 v1.2.4 and bmv2), so that a program developed on the software switch also compiles there.
 
 Both back ends run them (they are part of the type check). `allow_nonportable=True` (compile_file,
-compile_text) or `--allow-nonportable` (python -m softswitch, python -m softswitch.stf, python -m
+compile_text, Switch/NativeSwitch.from_file, control_plane's device_config_for and
+SwitchController.load) or `--allow-nonportable` (python -m softswitch, python -m softswitch.stf, python -m
 p4compiler.p4info) turns them off, and the program runs as the switch always ran it:
 
 - division or modulo that p4c-bm2-ss cannot reduce at compile time (codegen.Compiler.
