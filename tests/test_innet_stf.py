@@ -50,6 +50,17 @@ def test_scenarios_present() -> None:
         assert (STF_DIR / generator).is_file(), f"{generator}, a generator of the .stf files, is missing"
 
 
+def test_no_file_writes_registers() -> None:
+    """p4c's bmv2 STF harness ignores register_write ("ignoring stf command"), so a file that
+    reaches a state by writing registers would not run the same on bmv2: the scenarios reach
+    every state through packets (two_jobs moves on to newer rounds, shadow_reuse steps a slot's
+    rounds up to the wrap)."""
+    for p in STF_FILES:
+        lines = [n for n, t in enumerate(p.read_text(encoding="utf-8").splitlines(), start=1)
+                 if t.strip().startswith("register_")]
+        assert not lines, f"{p.name}: register commands on lines {lines}"
+
+
 def stf_defines(stf_path: Path) -> dict[str, str]:
     """The preprocessor settings a file's `# defines:` lines ask for."""
     out: dict[str, str] = {}

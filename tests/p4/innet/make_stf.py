@@ -904,19 +904,20 @@ def shadow_reuse() -> StfFile:
     # round numbers wrap at 16 bits: serial-number order on slot 3
     wslot = 3
     c0, c1 = model.cell_index(job, wslot, 0), model.cell_index(job, wslot, 1)
+    steps = ((c0, (0x6000, 0xC000, 65534)), (c1, (0x6001, 0xC001, 65533)))
     f.c(
-        "Round numbers are 16 bits and wrap (docs/protocol.md). Slot 3 (cells 206 and 207) stands for a",
-        f"slot used 65534 times: its cells are written to hold rounds 65534 (cell {c0}) and 65533",
-        f"(cell {c1}).",
+        "Round numbers are 16 bits and wrap (docs/protocol.md). Slot 3 (cells 206 and 207) is brought",
+        f"to where a slot used 65534 times is: cell {c0} holding round 65534 and cell {c1} round 65533.",
+        "Worker 0 sends one contribution each for rounds 0x6000, 0xc000, 0xfffe (even: cell 206) and",
+        "0x6001, 0xc001, 0xfffd (odd: cell 207); each is newer than the round its cell holds",
+        "((r - h) mod 2^16 below 0x8000), so the cell restarts with it, and stays at 1 of 3. (Not",
+        "register_write: p4c's bmv2 STF harness ignores it.)",
         "Then rounds 65535 (cell 207), 0 (cell 206: 0 - 65534 = 2 mod 2^16, newer) and 1 (cell 207:",
         "1 - 65535 = 2, newer) each restart their cell and complete.",
     )
-    for idx, rnd in ((c0, 65534), (c1, 65533)):
-        model.cells[idx].round = rnd
-        f.raw(f"register_write {AGG}agg_round {idx} {rnd}")
     wv = {
         (r, k): [((r + 3) % 7 + 1) * (k + 1) * (i + 1) - 3000 for i in range(N)]
-        for r in (65535, 0, 1)
+        for r in (65535, 0, 1, *steps[0][1], *steps[1][1])
         for k in range(3)
     }
 
@@ -936,6 +937,18 @@ def shadow_reuse() -> StfFile:
             values=wv[r, k],
         )
 
+    for i in range(3):
+        for idx, rounds in steps:
+            r, held = rounds[i], (rounds[i - 1] if i else 0)
+            f.send(
+                model,
+                ws[0].port,
+                wpkt(r, 0),
+                f"Worker 0, round {r} (0x{r:04x}): cell {idx} holds round {held} (0x{held:04x}),",
+                f"(0x{r:04x} - 0x{held:04x}) mod 2^16 = 0x{(r - held) & 0xFFFF:04x} is below 0x8000:",
+                "newer, the cell restarts with it (1 of 3)",
+            )
+            assert model.cells[idx].round == r
     for r in (65535, 0, 1):
         for k in range(3):
             why = [
