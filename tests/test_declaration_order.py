@@ -3,7 +3,8 @@ at the top level: what p4c refuses, the front end refuses too, for both back end
 type check), with one located line (p4compiler/python_backend/declorder.py and
 python_backend._Build.toplevel_externs).
 
-P4-16 requires a name to be declared before it is used (p4c: a type name used earlier is a syntax
+P4-16 requires a name to be declared before it is used ("P4 requires definitions to precede
+uses", v1.2.4 section 12.10; p4c: a type name used earlier is a syntax
 error, another name is "not found"); P4-16 v1.2.4 section 10.3.2 allows only packages and
 externs to be instantiated at the top level (p4c: "cannot instantiate at top-level"). Before,
 every top-level name was bound before any block was checked, and a top-level parser or control

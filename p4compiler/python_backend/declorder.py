@@ -1,6 +1,7 @@
 """Declaration before use for the program's top-level names.
 
-P4-16 names must be declared before they are used; p4c refuses a use that precedes the
+P4-16 names must be declared before they are used ("P4 requires definitions to precede uses",
+v1.2.4 section 12.10, Sub-parsers); p4c refuses a use that precedes the
 declaration (a type name there is a syntax error, since its lexer only knows the types declared
 so far; another name is not found). The type check binds every top-level name before it looks
 at any block (codegen.Compiler.declare_globals), so without this pass the switch would accept a

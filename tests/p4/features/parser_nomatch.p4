@@ -1,4 +1,4 @@
-// A select with no matching case and no default. The P4-16 spec (v1.2.4 section 13.6, select
+// A select with no matching case and no default. The P4-16 spec (v1.2.4 section 12.6, select
 // expressions) says the parser rejects with error.NoMatch; bmv2 as p4c-bm2-ss drives it does
 // not: p4c's bmv2 mid end has no HandleNoMatch pass, so the JSON state has no default
 // transition, and bmv2's ParseState::find_next_state then returns the missing default (null),
