@@ -457,6 +457,20 @@ def test_switch_client_datagrams() -> None:
             assert all(h.flags == 0 for h, _ in samples)
             np.testing.assert_allclose(sorted(batch.weights), [0.125, 0.25, 0.5, 1.0])
             assert batch.table_size == 9 and batch.items == [b"it"] * 4
+            # items of several sizes in one batch come back whole, each with its own key
+            sized = {}
+
+            def sized_reply(h: Header, data: bytes) -> bytes | None:
+                body = bytes([65 + h.request_id % 26]) * (1 + h.request_id % 5)
+                sized[h.request_id % 7] = body
+                item = encode_sample_reply(9, [SampledItem(h.request_id % 7, 0.25, 1.0, body)])
+                return Header(op=Op.SAMPLE_REPLY, request_id=h.request_id).pack() + item
+
+            cap.reply = sized_reply
+            batch = c.sample(5)
+            assert len({len(it) for it in batch.items}) > 1
+            assert [sized[int(k)] for k in batch.keys] == batch.items
+            cap.reply = reply
         cap.got.clear()
         weights = iter([1.0, 1.0])
         cfg.random_draw = True
