@@ -12,10 +12,15 @@ types; back ends only walk it. By the time a program is in this form:
   unsigned comparison (from the operand type), shifts with the P4 out-of-range rule, `Cast`
   says which extension applies (from the source type);
 - sub-controls, functions and directly called actions are inlined (their `return` is a `Leave`
-  of a `Labeled` block; `exit` is `Exit`); `for` loops are `Loop`s (with `Break`/`Continue`),
-  run at packet time, never unrolled; tables are `TableApply` statements whose per-action
-  bodies bind the control-plane arguments to locals; every stateful object is a number (the
-  manifest order: `Program.tables`, `.actions`, `.registers`, ...).
+  of a `Labeled` block; `exit` is `Exit`), their arguments copied in and out by plain
+  statements around them (P4-16 6.8; a header/struct argument only where the callee could tell
+  a copy from the argument itself: `lower.Lower.settle_copies`); `for` loops are `Loop`s (with
+  `Break`/`Continue`), run at packet time, never unrolled; tables are `TableApply` statements
+  whose per-action bodies bind the control-plane arguments to locals; every stateful object is
+  a number (the manifest order: `Program.tables`, `.actions`, `.registers`, ...);
+- expressions have no side effects: what an operand does (a call, a table apply) is statements
+  before it, in evaluation order (P4-16 8.x), and a lazy operand's (`&&`, `||`, `?:`) under an
+  `If`.
 
 Parser-only nodes: `SubParser` (a sub-parser's states run in place), `KsValueSet` (a value set
 as one element of a tuple keyset). Everything the Python
@@ -452,10 +457,13 @@ class Emit(Stmt):
 @dataclass(eq=False)
 class SubParser(Stmt):
     """Run a sub-parser's states here (its `accept` continues after this statement, `reject` and
-    errors end the caller too). Arguments are copied in/out by the statements around it."""
+    errors end the caller too). Arguments are copied in/out by the statements around it; when
+    it rejects or fails, `reject_outs` (the copy-outs of its header/struct arguments that were
+    copied) run before the caller ends."""
 
     parser: "Parser"
     name: str  # P4Info-style instance name, for messages
+    reject_outs: list[Stmt] = field(default_factory=list)
 
 
 @dataclass(eq=False)
@@ -545,26 +553,44 @@ class Program:
     field_lists: dict[int, list[list[str]]]  # id -> paths ("sm"/"meta", field, ...)
 
 
+_NODE_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def node_fields(node: Any) -> tuple[str, ...]:
+    """The names of the fields of an IR node that may hold other nodes (all but type and loc)."""
+    names = _NODE_FIELDS.get(type(node))
+    if names is None:
+        names = tuple(f.name for f in fields(node) if f.name not in ("type", "loc"))
+        _NODE_FIELDS[type(node)] = names
+    return names
+
+
 def children(node: Any) -> list[Any]:
     """The IR nodes directly inside `node` (statements, expressions, cases, keysets), in field order."""
     out: list[Any] = []
-    for f in fields(node):
-        if f.name in ("type", "loc"):
-            continue
-        v = getattr(node, f.name)
+    for name in node_fields(node):
+        v = getattr(node, name)
         if isinstance(v, list):
             for x in v:
                 if isinstance(x, tuple):  # StructInit values
-                    out.extend(y for y in x if _is_node(y))
-                elif _is_node(x):
+                    out.extend(y for y in x if is_node(y))
+                elif is_node(x):
                     out.append(x)
-        elif _is_node(v):
+        elif is_node(v):
             out.append(v)
     return out
 
 
-def _is_node(x: Any) -> bool:
-    return is_dataclass(x) and not isinstance(x, Type)
+_IS_NODE: dict[type, bool] = {}
+
+
+def is_node(x: Any) -> bool:
+    """Whether `x` is an IR node (a statement, expression, case, keyset...; not a type)."""
+    t = type(x)
+    got = _IS_NODE.get(t)
+    if got is None:
+        got = _IS_NODE[t] = is_dataclass(t) and not issubclass(t, Type)
+    return got
 
 
 def walk(node: Any) -> Any:

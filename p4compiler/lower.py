@@ -108,6 +108,134 @@ def _look_cast(x: ir.Expr, t: ir.Type) -> ir.Expr:
     return x
 
 
+# The standard metadata as the architecture writes it behind the program's back (mark_to_drop()
+# without an argument, verify_checksum's checksum_error): not an access through any argument, so
+# no reason to copy one (the storage analysis below leaves it out).
+_ARCH_SM = ir.Var("sm", ir.Bits(64))
+
+# ---------------------------------------------------------------------------- storage analysis
+# A path names storage: a root variable's name, then field names (str) and stack indexes (int,
+# or None for a run-time index: any element). The stack's next-index counter is the step "#nxt".
+_Path = tuple
+
+
+def _path(e: ir.Expr) -> _Path | None:
+    """The storage `e` names (a Var/Member/Index chain, or a stack's nextIndex), else None."""
+    steps: list[Any] = []
+    if isinstance(e, ir.StackNext):
+        steps.append("#nxt")
+        e = e.base
+    while isinstance(e, (ir.Member, ir.Index)):
+        if isinstance(e, ir.Member):
+            steps.append(e.field)
+        else:
+            steps.append(e.index.value if isinstance(e.index, ir.Const) else None)
+        e = e.base
+    if not isinstance(e, ir.Var):
+        return None
+    return (e.name, *reversed(steps))
+
+
+def _overlap(p: _Path, q: _Path) -> bool:
+    """Whether two paths can name common storage: one is a prefix of the other (a run-time index
+    matches every element)."""
+    if p[0] != q[0]:
+        return False
+    return all(a == b or a is None or b is None for a, b in zip(p[1:], q[1:], strict=False))
+
+
+def _accesses(nodes: Any, skip: frozenset[int] = frozenset()) -> list[_Path]:
+    """The storage every read and write under `nodes` names (statements with their expressions,
+    nested bodies, sub-parsers' states), except under the nodes whose id() is in `skip`."""
+    out: list[_Path] = []
+    stack = list(nodes) if isinstance(nodes, list) else [nodes]
+    while stack:
+        n = stack.pop()
+        if id(n) in skip:
+            continue
+        if isinstance(n, (ir.Var, ir.Member, ir.Index, ir.StackNext)):
+            root = n.base if isinstance(n, ir.StackNext) else n
+            while isinstance(root, (ir.Member, ir.Index)):
+                root = root.base
+            if root is _ARCH_SM:
+                continue
+            p = _path(n)
+            if p is not None:
+                out.append(p)
+                e = n.base if isinstance(n, ir.StackNext) else n
+                while isinstance(e, (ir.Member, ir.Index)):  # the indexes are reads of their own
+                    if isinstance(e, ir.Index):
+                        stack.append(e.index)
+                    e = e.base
+                continue
+        stack.extend(ir.children(n))
+    return out
+
+
+def _touches(nodes: Any, x: ir.Expr) -> bool:
+    """Whether anything under `nodes` reads or writes storage that expression `x` reads."""
+    mine = _accesses(x)
+    if not mine:
+        return False
+    return any(_overlap(p, q) for q in _accesses(nodes) for p in mine)
+
+
+def _rewrite(nodes: list, subst: dict[int, ir.Expr], drop: set[int]) -> None:
+    """In place under `nodes`: replace each variable whose id() is a key of `subst` by its
+    expression, and remove the statements whose id() is in `drop` from every statement list."""
+    stack: list[Any] = [nodes]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, list):
+            if drop:
+                n[:] = [x for x in n if id(x) not in drop]
+            for i, x in enumerate(n):
+                if id(x) in subst:
+                    n[i] = subst[id(x)]
+                elif isinstance(x, tuple):  # StructInit values
+                    n[i] = tuple(subst.get(id(y), y) for y in x)
+                    stack.extend(y for y in n[i] if ir.is_node(y))
+                elif ir.is_node(x):
+                    stack.append(x)
+            continue
+        for name in ir.node_fields(n):
+            v = getattr(n, name)
+            if id(v) in subst:
+                setattr(n, name, subst[id(v)])
+            elif isinstance(v, list) or ir.is_node(v):
+                stack.append(v)
+
+
+def _has_lookahead(x: Any) -> bool:
+    """Whether evaluating expression `x` peeks at the packet (which fails past its end)."""
+    return any(isinstance(n, ir.Lookahead) for n in ir.walk(x))
+
+
+@dataclass
+class _Copy:
+    """A composite out/inout argument's copy (P4-16 6.8), until `Lower.settle_copies` decides
+    whether the call needs it."""
+
+    tmp: ir.Var  # the parameter, as the callee sees it
+    target: ir.Expr  # the argument's l-value, fixed when the call starts
+    t: T.Type
+    copy_in: ir.Declare  # tmp = target (inout), or tmp with its headers invalid (out)
+    copy_out: ir.Assign  # target = tmp, among the call's copy-outs
+
+
+@dataclass
+class _OutArg:
+    """An extern's out/inout argument, its l-value evaluated at its turn (`Lower.out_arg`);
+    `Lower.put_out` stores the result into it."""
+
+    target: ir.Expr  # the l-value (a slice's: the value sliced)
+    t: T.Type  # the type the extern writes
+    n: int  # len(em) once the l-value was evaluated
+    node: Any
+    hi: int = -1  # a slice target[hi:lo]
+    lo: int = -1
+
+
 @dataclass
 class _Elem:
     """An element of an array of bits as an l-value: the array's bits (an IR l-value of type
@@ -183,6 +311,7 @@ class Lower(_Build):
         # 6.8: copy-out happens up the whole call stack), whatever inlined the exit (an action a
         # table runs, a sub-control, a function)
         self.pending_outs: list[list[ir.Stmt]] = []
+        self.n_copy = itertools.count(1)  # names of argument copies (their own: most are dropped)
 
     # ------------------------------------------------------------------ entry
     def lower(self) -> ir.Program:
@@ -463,20 +592,20 @@ class Lower(_Build):
                 if rem:  # (em is a list whenever rem is not empty)
                     em.extend(rem)
                 return r
-            if rem:  # the right operand has statements (table apply, call): run them only when needed
+            ri = self.to_ir(r, e.right)
+            if rem or _has_lookahead(ri):
+                # the right operand has statements (table apply, call) or may fail (a lookahead
+                # past the end of the packet): evaluate it only when needed
                 res = self.local("sc", T.BOOL, em, e)
                 em.append(ir.Assign(res, self.to_ir(lv, e.left)))
                 cond: ir.Expr = res if op == "&&" else ir.Unary("lnot", res, ir.BOOL)
-                em.append(ir.If(cond, [*rem, ir.Assign(res, self.to_ir(r, e.right))], []))
+                em.append(ir.If(cond, [*rem, ir.Assign(res, ri)], []))
                 return V(res, T.BOOL)
-            return V(
-                ir.BinOp(
-                    "land" if op == "&&" else "lor", self.to_ir(lv, e.left), self.to_ir(r, e.right), ir.BOOL
-                ),
-                T.BOOL,
-            )
+            return V(ir.BinOp("land" if op == "&&" else "lor", self.to_ir(lv, e.left), ri, ir.BOOL), T.BOOL)
         lv = self.value(e.left, scope, em)
+        n = len(em) if isinstance(em, list) else 0
         r = self.value(e.right, scope, em, want=lv.type if not isinstance(lv.type, T.IntT) else None)
+        lv = self.keep_v(lv, em, n)  # read before what the right operand's calls change
         if lv.is_const and r.is_const:
             return super().x_Binary(e, scope, [], want)  # folds with the front end's rules
         if op == "++":
@@ -579,8 +708,10 @@ class Lower(_Build):
             t = want
         if isinstance(t, T.IntT):
             raise unsupported("?: of unknown width", e)
-        if ta or tb or isinstance(t, (T.StructLikeT, T.StackT, T.TupleT)):
-            # statements in a branch (table apply, call) or a composite result: an if into a local
+        lazy = any(isinstance(v.code, ir.Expr) and _has_lookahead(v.code) for v in (a, b))
+        if ta or tb or lazy or isinstance(t, (T.StructLikeT, T.StackT, T.TupleT)):
+            # statements in a branch (table apply, call), a branch that may fail (a lookahead past
+            # the end of the packet) or a composite result: an if into a local
             if not isinstance(em, list):
                 raise unsupported("a table apply or call inside ?: in a compile-time expression", e)
             res = self.local("mux", t, em, e)
@@ -616,24 +747,28 @@ class Lower(_Build):
         if isinstance(want, T.StructLikeT):
             return self.build_struct(want, [(None, x) for x in e.items], scope, em, e)
         if isinstance(want, T.TupleT) and len(want.elements) == len(e.items):
-            return V(
-                _Init(
-                    [
-                        (f"t{i}", self.value(x, scope, em, want=et))
-                        for i, (x, et) in enumerate(zip(e.items, want.elements, strict=True))
-                    ]
-                ),
-                want,
+            vals = self.in_order(
+                em,
+                [
+                    lambda x=x, et=et: self.value(x, scope, em, want=et)
+                    for x, et in zip(e.items, want.elements, strict=True)
+                ],
             )
+            return V(_Init([(f"t{i}", v) for i, v in enumerate(vals)]), want)
         raise unsupported("a list expression here", e)
 
     def build_struct(self, t: T.StructLikeT, items: list, scope: Scope, em: Any, e: Any) -> V:  # type: ignore
-        named = {n: x for n, x in items if n is not None}
-        out = []
-        for i, (fname, ftype) in enumerate(t.fields):
-            x = named.get(fname) if named else items[i][1]
-            out.append((fname, self.value(x, scope, em, want=ftype)))
-        return V(_Init(out), t)
+        """A struct/header initializer: its items evaluated left to right as written (named ones
+        too: `{b = f(), a = g()}` calls f first), each kept from what later items' calls change."""
+        if any(n is not None for n, _ in items):
+            order = [(n, x) for n, x in items]
+        else:
+            order = [(fname, x) for (fname, _), (_, x) in zip(t.fields, items, strict=False)]
+        vals = self.in_order(
+            em, [lambda n=n, x=x: self.value(x, scope, em, want=t.field_type(n)) for n, x in order]
+        )
+        got = {n: v for (n, _), v in zip(order, vals, strict=True)}
+        return V(_Init([(fname, got[fname]) for fname, _ in t.fields]), t)
 
     def x_Call(self, e: A.Call, scope: Scope, em: Any, want: Any) -> V:
         return self.call(e, scope, em, want)
@@ -777,13 +912,62 @@ class Lower(_Build):
 
     def pin_before(self, e: ir.Expr, em: list, n: int, node: Any) -> ir.Expr:
         """`e` as an l-value evaluated before em[n:] ran: when those statements (side effects of a
-        later expression) exist, its run-time stack indices are read into locals before them."""
-        if len(em) == n:
+        later expression) may change a run-time stack index of it, its run-time indices are read
+        into locals before them."""
+        idx: list[ir.Expr] = []
+        x = e
+        while isinstance(x, (ir.Member, ir.Index)):
+            if isinstance(x, ir.Index) and not isinstance(x.index, ir.Const):
+                idx.append(x.index)
+            x = x.base
+        if not any(_touches(em[n:], i) for i in idx):
             return e
         pre: list[ir.Stmt] = []
         e = self.pin_indices(e, pre, node)
         em[n:n] = pre
         return e
+
+    def keep(self, x: ir.Expr, em: Any, n: int) -> ir.Expr:
+        """The value of `x` as evaluated before em[n:] ran (P4-16 8.x: operands and arguments are
+        evaluated left to right): when what a later operand put there (a call, a table apply)
+        may change storage `x` reads, `x` is read into a local at em[n] first."""
+        if not isinstance(em, list) or len(em) == n or not _touches(em[n:], x):
+            return x
+        tmp = ir.Var(self.uniq("l_val"), x.type)
+        em.insert(n, ir.Declare(tmp, x))
+        return tmp
+
+    def keep_v(self, v: V, em: Any, n: int) -> V:
+        """`keep` for a checked value (a struct initializer: each of its items)."""
+        if v.is_const or v.bind is not None or not isinstance(em, list) or len(em) == n:
+            return v
+        if isinstance(v.code, _Init):
+            return V(_Init([(f, self.keep_v(x, em, n)) for f, x in v.code.items]), v.type)
+        if isinstance(v.code, ir.Expr):
+            return V(self.keep(v.code, em, n), v.type)
+        return v
+
+    def in_order(self, em: Any, evals: list[Any]) -> list[Any]:
+        """Evaluate `evals` (functions returning an ir.Expr, a V or a field list) one after the
+        other, left to right; an earlier result is then kept (`keep`) from what the later ones
+        emitted, so that each is the value at its own turn."""
+        out: list[Any] = []
+        ends: list[int] = []
+        for f in evals:
+            out.append(f())
+            ends.append(len(em) if isinstance(em, list) else 0)
+        for k in range(len(out) - 2, -1, -1):  # the last emitted first: insertions keep ends[k]
+            x, n = out[k], ends[k]
+            if isinstance(x, V):
+                out[k] = self.keep_v(x, em, n)
+            elif isinstance(x, ir.Expr):
+                out[k] = self.keep(x, em, n)
+            elif isinstance(x, list):  # a field list
+                for it in x:
+                    it.expr = self.keep(it.expr, em, n)
+                    if it.valid is not None:
+                        it.valid = self.keep(it.valid, em, n)
+        return out
 
     def table_of_apply(self, call: A.Call, scope: Scope) -> Any:
         if (
@@ -1171,7 +1355,7 @@ class Lower(_Build):
             return "reject"
         if isinstance(tr, str):
             return tr
-        keys = [self.value(x, scope, em) for x in tr.exprs]
+        keys = self.in_order(em, [lambda x=x: self.value(x, scope, em) for x in tr.exprs])
         kir = [self.to_ir(k, x) for k, x in zip(keys, tr.exprs, strict=False)]
         cases = []
         for case in tr.cases:
@@ -1222,14 +1406,21 @@ class Lower(_Build):
         d = tb.decl
         spec = self.cp.tables[tb.number]
         key_prop = d.prop("key")
-        keys = []
-        selector: list[ir.FieldListItem] = []
-        for k in key_prop.value if key_prop is not None else []:
+        key_list = key_prop.value if key_prop is not None else []
+
+        def key_value(k: Any) -> Any:
             v = self.value(k.expr, tb.scope, em)
             if k.match_kind == "selector":  # hashed, in key order, as bmv2's selector input
-                self.flatten_value(self.to_ir(v, k.expr), v.type, None, selector, k.expr)
-                continue
-            keys.append(self.to_ir(v, k.expr))
+                items: list[ir.FieldListItem] = []
+                self.flatten_value(self.to_ir(v, k.expr), v.type, None, items, k.expr)
+                return items
+            return self.to_ir(v, k.expr)
+
+        vals = self.in_order(em, [lambda k=k: key_value(k) for k in key_list])
+        keys = [x for k, x in zip(key_list, vals, strict=True) if k.match_kind != "selector"]
+        selector: list[ir.FieldListItem] = [
+            it for k, x in zip(key_list, vals, strict=True) if k.match_kind == "selector" for it in x
+        ]
         refs = {}
         act_prop = d.prop("actions")
         for r in act_prop.value if act_prop is not None else []:
@@ -1347,10 +1538,15 @@ class Lower(_Build):
         inner: Scope,
         em: list,
         node: Any,
-    ) -> list[ir.Stmt]:
-        """Bind callee parameters in `inner`; returns the copy-out statements (P4-16 6.8: copy-in/out;
-        headers and structs passed by reference for inout/out, as the Python back end does)."""
+    ) -> tuple[list[ir.Stmt], list[_Copy]]:
+        """Bind callee parameters in `inner` by copy-in/copy-out (P4-16 6.8): the arguments are
+        evaluated left to right, an out/inout argument's l-value once, when its turn comes (its
+        stack indexes read then); an in argument is copied then, an inout one copied in then; an
+        out one starts uninitialized (headers invalid). Returns the copy-out statements, in
+        parameter order, and the copies of header/struct/stack/union arguments, which the caller
+        hands to `settle_copies` once the callee's body is lowered (most need no copy)."""
         outs: list[ir.Stmt] = []
+        copies: list[_Copy] = []
         for p in params:
             pt = self.resolve_type(p.type, pscope)
             if isinstance(pt, T.ExternT):
@@ -1374,17 +1570,19 @@ class Lower(_Build):
             if composite and p.direction in ("out", "inout"):
                 target, _ = self.lvalue_ir(a, caller, em)
                 target = self.pin_indices(target, em, a)  # the element named at call time
-                if p.direction == "out":
-                    self.invalidate(target, pt, em)
-                inner.add(p.name, Var(target, pt, True, p.direction))  # type: ignore[arg-type]
+                tmp = ir.Var(f"cp_{self.safe(p.name)}_{next(self.n_copy)}", self.irt(pt, p))
+                copy_in = ir.Declare(tmp, target if p.direction == "inout" else None)
+                copy_out = ir.Assign(target, tmp)
+                em.append(copy_in)
+                outs.append(copy_out)
+                copies.append(_Copy(tmp, target, pt, copy_in, copy_out))
+                inner.add(p.name, Var(tmp, pt, True, p.direction))  # type: ignore[arg-type]
                 continue
             var = self.local(p.name, pt, em, p)
             inner.add(p.name, Var(var, pt, True, p.direction))  # type: ignore[arg-type]
             if p.direction not in ("out", "inout"):
                 self.store(var, pt, self.value(a, caller, em, want=pt), em, a)
                 continue
-            # P4-16 6.8: an out/inout argument's l-value is evaluated once, when the call starts
-            # (left to right with the other arguments); copy-in reads it, copy-out writes it
             if isinstance(a, A.Slice):
                 base, hi, lo = self.slice_target(a, caller, em)
                 base = self.pin_indices(base, em, a)
@@ -1404,7 +1602,46 @@ class Lower(_Build):
             if p.direction == "inout":
                 self.store(var, pt, V(target, at), em, a)
             self.store(target, at, V(var, pt), outs, a)
-        return outs
+        return outs, copies
+
+    def settle_copies(self, copies: list[_Copy], em: list) -> list[_Copy]:
+        """Drop the copies a call does not need, once `em` holds the whole call (its copy-ins,
+        the rest of its arguments, the callee's body, its copy-outs): a copy is needed only when
+        something there other than the parameter itself (the callee writing the data directly,
+        another argument naming the same data, a later argument's side effect) reads or writes
+        storage the argument names. Otherwise the callee works on the argument in place (the
+        fast path: no copy), an out argument's headers made invalid where the copy was made.
+        Returns the copies kept, in parameter order."""
+        if not copies:
+            return []
+        at = {id(s): k for k, s in enumerate(em)}
+        starts = [at[id(c.copy_in)] for c in copies]
+        # what each statement after the first copy-in reads and writes, this call's copy-outs
+        # apart (each copy's own does not count) and, where an exit repeats them, those of the
+        # calls around it (they run once this call is over)
+        outs = frozenset(id(s) for s in [*(c.copy_out for c in copies), *itertools.chain(*self.pending_outs)])
+        seen = [(k, _accesses(em[k], outs)) for k in range(min(starts) + 1, len(em))]
+        kept: list[_Copy] = []
+        elided: list[tuple[int, _Copy]] = []
+        for c, i in zip(copies, starts, strict=True):
+            mine = _path(c.target)
+            assert mine is not None
+            others = [p for d in copies if d is not c for p in _accesses(d.copy_out)]
+            later = [p for k, ps in seen if k > i for p in ps]
+            if any(_overlap(mine, p) for p in later + others):
+                kept.append(c)
+            else:
+                elided.append((i, c))
+        for i, c in reversed(elided):  # the last first: the indexes before it stay
+            init: list[ir.Stmt] = []
+            if c.copy_in.init is None:  # out: starts uninitialized
+                self.invalidate(c.target, c.t, init)
+            for x in init:
+                x.loc = c.copy_in.loc
+            em[i : i + 1] = init
+        if elided:
+            _rewrite(em, {id(c.tmp): c.target for _, c in elided}, {id(c.copy_out) for _, c in elided})
+        return kept
 
     def invalidate(self, target: ir.Expr, t: T.Type, em: list) -> None:
         if isinstance(t, T.StructLikeT):
@@ -1425,7 +1662,7 @@ class Lower(_Build):
     ) -> None:
         inner = Scope(b.scope, kind="action")
         body: list[ir.Stmt] = []
-        outs = self.bind_params(b.decl.params, args, b.scope, caller, inner, body, node)
+        outs, copies = self.bind_params(b.decl.params, args, b.scope, caller, inner, body, node)
         label = self.uniq("L_act")
         code: list[ir.Stmt] = []
         self.pending_outs.append(outs)
@@ -1433,6 +1670,7 @@ class Lower(_Build):
         self.pending_outs.pop()
         body.append(ir.Labeled(label, code))
         body.extend(outs)
+        self.settle_copies(copies, body)
         em.extend(body)
 
     def inline_function(self, b: FuncBind, e: A.Call, scope: Scope, em: Any) -> V:
@@ -1442,17 +1680,18 @@ class Lower(_Build):
         args = ordered_args(e, proto.params, f"function {proto.name}")
         fscope = self.function_scope(b, e, scope)  # a generic one's type parameters bound
         inner = Scope(fscope, kind="function")
-        outs = self.bind_params(
+        call: list[ir.Stmt] = []
+        outs, copies = self.bind_params(
             proto.params,
             {p.name: a for p, a in zip(proto.params, args, strict=False)},
             fscope,
             scope,
             inner,
-            em,
+            call,
             e,
         )
         rt = self.resolve_type(proto.return_type, fscope)
-        ret = None if isinstance(rt, T.VoidT) else self.local("ret", rt, em, e)
+        ret = None if isinstance(rt, T.VoidT) else self.local("ret", rt, call, e)
         label = self.uniq("L_fn")
         code: list[ir.Stmt] = []
         self.pending_outs.append(outs)
@@ -1463,23 +1702,25 @@ class Lower(_Build):
             _Ctx(label=label, ret=ret, ret_type=None if ret is None else rt),
         )
         self.pending_outs.pop()
-        em.append(ir.Labeled(label, code))
-        em.extend(outs)
+        call.append(ir.Labeled(label, code))
+        call.extend(outs)
+        self.settle_copies(copies, call)
+        em.extend(call)
         return V(ret, rt) if ret is not None else V("None", T.VOID)
 
     def apply_sub(self, b: _SubBlock, e: A.Call, scope: Scope, em: list) -> None:
         params = b.decl.params
         args = ordered_args(e, params, f"{b.decl.name}.apply")
         binds: dict[str, V] = {}
-        pre: list[ir.Stmt] = []
+        call: list[ir.Stmt] = []
         tmp_scope = Scope(self.g)
-        outs = self.bind_params(
+        outs, copies = self.bind_params(
             params,
             {p.name: a for p, a in zip(params, args, strict=False)},
             tmp_scope,
             scope,
             tmp_scope,
-            pre,
+            call,
             e,
         )
         for p in params:
@@ -1488,15 +1729,21 @@ class Lower(_Build):
                 binds[p.name] = V(v.code, v.type)
             elif isinstance(v, ExternInst):  # an extern instance passed to the block
                 binds[p.name] = v  # type: ignore[assignment]
-        em.extend(pre)
         if isinstance(b.decl, A.ParserDecl):
             sub = self.lower_parser(b.decl, b.p4name, b.ctor_args, binds, b.outer)
-            self.emit(em, ir.SubParser(sub, b.p4name), e)
+            sp = ir.SubParser(sub, b.p4name)
+            self.emit(call, sp, e)
+            call.extend(outs)
+            # a sub-parser that rejects (or fails) copies its composite arguments out all the
+            # same, its bit<W> ones not (p4-spec#880 leaves it to the architecture: README)
+            sp.reject_outs = [c.copy_out for c in self.settle_copies(copies, call)]
         else:
             self.pending_outs.append(outs)
-            self.inline_control(b.decl, b.p4name, b.ctor_args, b.outer, binds, em, _Ctx())
+            self.inline_control(b.decl, b.p4name, b.ctor_args, b.outer, binds, call, _Ctx())
             self.pending_outs.pop()
-        em.extend(outs)
+            call.extend(outs)
+            self.settle_copies(copies, call)
+        em.extend(call)
 
     # ------------------------------------------------------------------ packets
     def size_arg(self, e: A.Expr, scope: Scope, em: Any) -> ir.Expr:
@@ -1655,13 +1902,28 @@ class Lower(_Build):
             raise unsupported(f"the hash algorithm {name}", e)
         return ALGORITHMS[name]
 
-    def call_into(self, lhs: A.Expr, call: ir.ExternCall, scope: Scope, em: list, node: Any) -> None:
-        """Run an extern whose result goes to an lvalue: into a fresh local, then assigned."""
-        t = self.value(lhs, scope, []).type
-        tmp = self.local("x", t, em, node)
+    def out_arg(self, lhs: A.Expr, scope: Scope, em: list) -> _OutArg:
+        """An extern's out argument: its l-value evaluated now, in argument order (P4-16 6.8)."""
+        if isinstance(lhs, A.Slice):
+            base, hi, lo = self.slice_target(lhs, scope, em)
+            return _OutArg(base, T.BitT(hi - lo + 1), len(em), lhs, hi, lo)
+        target, t = self.lvalue_ir(lhs, scope, em)
+        return _OutArg(target, t, len(em), lhs)
+
+    def put_out(self, o: _OutArg, v: V, em: list, out: list) -> None:
+        """Store `v` into out argument `o` (its stack indexes as they were at its turn), in `out`."""
+        target = self.pin_before(o.target, em, o.n, o.node)
+        if o.hi >= 0:
+            out.append(ir.AssignSlice(target, o.hi, o.lo, self.coerce(v, o.t, o.node)))
+        else:
+            self.store(target, o.t, v, out, o.node)
+
+    def call_into(self, o: _OutArg, call: ir.ExternCall, em: list, node: Any) -> None:
+        """Run an extern whose result goes to an out argument: into a fresh local, then stored."""
+        tmp = self.local("x", o.t, em, node)
         call.dest = tmp
         em.append(call)
-        self.assign(lhs, V(tmp, t), scope, em, node)
+        self.put_out(o, V(tmp, o.t), em, em)
 
     def extern_method(self, inst: ExternInst, method: str, e: A.Call, scope: Scope, em: Any) -> V:
         kind = inst.type.extern_name  # type: ignore[attr-defined]
@@ -1670,22 +1932,16 @@ class Lower(_Build):
         if kind == "register":
             no = self.reg_no[inst.p4name]
             if method == "read":
-                self.call_into(
-                    args[0],
-                    ir.ExternCall("register_read", no, [self.rv(args[1], scope, em, u32)]),
-                    scope,
-                    em,
-                    e,
+                o, idx = self.in_order(
+                    em, [lambda: self.out_arg(args[0], scope, em), lambda: self.rv(args[1], scope, em, u32)]
                 )
+                self.call_into(o, ir.ExternCall("register_read", no, [idx]), em, e)
                 return V("None", T.VOID)
             et = inst.type.type_args[0] if inst.type.type_args else u32  # type: ignore[attr-defined]
-            self.emit(
-                em,
-                ir.ExternCall(
-                    "register_write", no, [self.rv(args[0], scope, em, u32), self.rv(args[1], scope, em, et)]
-                ),
-                e,
+            vals = self.in_order(
+                em, [lambda: self.rv(args[0], scope, em, u32), lambda: self.rv(args[1], scope, em, et)]
             )
+            self.emit(em, ir.ExternCall("register_write", no, vals), e)
             return V("None", T.VOID)
         if kind == "counter" and method == "count":
             self.emit(
@@ -1699,20 +1955,14 @@ class Lower(_Build):
         if kind == "direct_counter":
             return V("None", T.VOID)  # counted by the table on every hit
         if kind == "meter" and method == "execute_meter":
-            self.call_into(
-                args[1],
-                ir.ExternCall(
-                    "meter_execute", self.meter_no[inst.p4name], [self.rv(args[0], scope, em, u32)]
-                ),
-                scope,
-                em,
-                e,
+            idx, o = self.in_order(
+                em, [lambda: self.rv(args[0], scope, em, u32), lambda: self.out_arg(args[1], scope, em)]
             )
+            self.call_into(o, ir.ExternCall("meter_execute", self.meter_no[inst.p4name], [idx]), em, e)
             return V("None", T.VOID)
         if kind == "direct_meter" and method == "read":
-            self.call_into(
-                args[0], ir.ExternCall("direct_meter_read", self.dmeter_no[inst.p4name]), scope, em, e
-            )
+            o = self.out_arg(args[0], scope, em)
+            self.call_into(o, ir.ExternCall("direct_meter_read", self.dmeter_no[inst.p4name]), em, e)
             return V("None", T.VOID)
         if kind == "Checksum16" and method == "get":
             tmp = self.local("csum", T.BitT(16), em, e)
@@ -1732,37 +1982,39 @@ class Lower(_Build):
         if not isinstance(em, list):
             raise unsupported(f"{name} in a compile-time expression", e)
         if name == "verify":
-            em.append(ir.Verify(self.rv(args[0], scope, em), self.rv(args[1], scope, em, T.ERROR)))
+            cond, error = self.in_order(
+                em, [lambda: self.rv(args[0], scope, em), lambda: self.rv(args[1], scope, em, T.ERROR)]
+            )
+            em.append(ir.Verify(cond, error))
             return none
         if name == "mark_to_drop":
-            sm = self.rv(args[0], scope, em) if args else ir.Var("sm", ir.Bits(64))
+            sm = self.rv(args[0], scope, em) if args else _ARCH_SM
             em.append(ir.Assign(ir.Member(sm, "egress_spec", ir.Bits(9)), ir.Const(511, ir.Bits(9))))
             em.append(ir.Assign(ir.Member(sm, "mcast_grp", ir.Bits(16)), ir.Const(0, ir.Bits(16))))
             return none
         if name == "hash":
-            base = self.rv(
-                args[2],
-                scope,
+
+            def bound(x: A.Expr) -> ir.Expr:  # base and max: an untyped constant as bit<64>
+                untyped = isinstance(self.value(x, scope, []).type, T.IntT)
+                return self.rv(x, scope, em, T.BitT(64) if untyped else None)
+
+            o, base, data, mx = self.in_order(
                 em,
-                T.BitT(64) if isinstance(self.value(args[2], scope, []).type, T.IntT) else None,
+                [
+                    lambda: self.out_arg(args[0], scope, em),
+                    lambda: bound(args[2]),
+                    lambda: self.flatten(args[3], scope, em, e),
+                    lambda: bound(args[4]),
+                ],
             )
-            mx = self.rv(
-                args[4],
-                scope,
-                em,
-                T.BitT(64) if isinstance(self.value(args[4], scope, []).type, T.IntT) else None,
-            )
-            call = ir.ExternCall(
-                "hash", self.algo(args[1], scope), [base, mx], None, self.flatten(args[3], scope, em, e)
-            )
-            self.call_into(args[0], call, scope, em, e)
+            self.call_into(o, ir.ExternCall("hash", self.algo(args[1], scope), [base, mx], None, data), em, e)
             return none
         if name == "random":
-            t = self.value(args[0], scope, []).type
-            call = ir.ExternCall(
-                "random", 0, [self.rv(args[1], scope, em, t), self.rv(args[2], scope, em, t)]
+            o = self.out_arg(args[0], scope, em)
+            lo, hi = self.in_order(
+                em, [lambda: self.rv(args[1], scope, em, o.t), lambda: self.rv(args[2], scope, em, o.t)]
             )
-            self.call_into(args[0], call, scope, em, e)
+            self.call_into(o, ir.ExternCall("random", 0, [lo, hi]), em, e)
             return none
         if name in (
             "verify_checksum",
@@ -1770,22 +2022,24 @@ class Lower(_Build):
             "update_checksum",
             "update_checksum_with_payload",
         ):
-            cond = self.rv(args[0], scope, em)
             t = self.value(args[2], scope, []).type
+            verify = name.startswith("verify")
+            cond, data, ck = self.in_order(
+                em,
+                [
+                    lambda: self.rv(args[0], scope, em),
+                    lambda: self.flatten(args[1], scope, em, e),
+                    lambda: self.rv(args[2], scope, em, t) if verify else self.out_arg(args[2], scope, em),
+                ],
+            )
             tmp = self.local("csum", t, em, e)
             body: list[ir.Stmt] = [
                 ir.ExternCall(
-                    "csum",
-                    self.algo(args[3], scope),
-                    [],
-                    tmp,
-                    self.flatten(args[1], scope, em, e),
-                    payload=name.endswith("_with_payload"),
+                    "csum", self.algo(args[3], scope), [], tmp, data, payload=name.endswith("_with_payload")
                 )
             ]
-            if name.startswith("verify"):
-                ck = self.rv(args[2], scope, em, t)
-                sm = ir.Var("sm", ir.Bits(64))
+            if verify:
+                sm = _ARCH_SM
                 body.append(
                     ir.If(
                         ir.BinOp("ne", tmp, ck, ir.BOOL),
@@ -1794,7 +2048,7 @@ class Lower(_Build):
                     )
                 )
             else:
-                self.assign(args[2], V(tmp, t), scope, body, e)
+                self.put_out(ck, V(tmp, t), em, body)
             em.append(ir.If(cond, body, []))
             return none
         if name == "digest":
@@ -1844,9 +2098,12 @@ class Lower(_Build):
             vals = []
             if len(args) > 1:
                 items = args[1].items if isinstance(args[1], A.ListExpr) else [args[1]]
-                for it in items:
+
+                def item(it: A.Expr) -> ir.Expr:
                     v = self.value(it, scope, em)
-                    vals.append(self.to_ir(v, it, T.BitT(64) if isinstance(v.type, T.IntT) else None))
+                    return self.to_ir(v, it, T.BitT(64) if isinstance(v.type, T.IntT) else None)
+
+                vals = self.in_order(em, [lambda it=it: item(it) for it in items])
             em.append(ir.ExternCall("log_msg", 0, vals, text=str(msg.const)))
             return none
         raise unsupported(f"the extern function {name}", e)

@@ -140,3 +140,72 @@ def test_union_in_field_list_flattens_each_member_when_valid(tmp_path: Path) -> 
     call = next(n for n in ir.walk(prog.controls["ingress"]) if isinstance(n, ir.ExternCall))
     assert [it.width for it in call.fields] == [8, 16]
     assert all(isinstance(it.valid, ir.IsValid) for it in call.fields)
+
+
+COPIES = {
+    # ingress (and what it applies) -> the argument copies the lowering keeps (P4-16 6.8: copy-in/
+    # copy-out; a header/struct/stack argument is worked on in place unless the call can tell)
+    "unaliased_action": ("""
+control Ing(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    action f(inout h_t p, out x_t q) { p.a = p.a + 1; q.setValid(); q.x = p.a; }
+    apply { f(hdr.h, hdr.u.x); }
+}""", 0),
+    "action_writes_argument_directly": ("""
+control Ing(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    action f(inout h_t p) { p.a = 1; hdr.h.a = 2; }
+    apply { f(hdr.h); }
+}""", 1),
+    "action_reads_argument_directly": ("""
+control Ing(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    action f(out h_t p) { p = hdr.h; }
+    apply { f(hdr.h); }
+}""", 1),
+    "two_arguments_alias": ("""
+control Ing(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    action f(inout h_t p, inout bit<8> a) { p.a = 1; a = 2; }
+    apply { f(hdr.h, hdr.h.a); }
+}""", 1),
+    "later_argument_writes_it": ("""
+bit<8> bump(inout bit<8> n) { n = n + 1; return n; }
+void f(inout h_t p, in bit<8> v) { p.a = v; }
+control Ing(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    apply { f(hdr.h, bump(hdr.h.a)); }
+}""", 1),
+    "sub_control_whole_structs": ("""
+control Sub(inout headers_t h, inout meta_t m, inout standard_metadata_t s) {
+    apply { h.h.a = m.n; mark_to_drop(); s.egress_spec = 2; }
+}
+control Ing(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    Sub() sub;
+    apply { sub.apply(hdr, meta, sm); }
+}""", 0),
+    "exit_in_nested_action": ("""
+control Sub(inout headers_t h) {
+    action a(inout h_t p) { p.a = 1; exit; }
+    apply { a(h.h); }
+}
+control Ing(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    Sub() sub;
+    apply { sub.apply(hdr); }
+}""", 0),
+    "sub_control_aliased": ("""
+control Sub(inout headers_t h, inout h_t x) { apply { x.a = 1; h.h.a = 2; } }
+control Ing(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    Sub() sub;
+    apply { sub.apply(hdr, hdr.h); }
+}""", 2),
+}
+
+
+@pytest.mark.parametrize("name", sorted(COPIES))
+def test_composite_arguments_are_copied_only_where_the_callee_can_tell(name: str, tmp_path: Path) -> None:
+    ingress, copies = COPIES[name]
+    src = tmp_path / f"{name}.p4"
+    src.write_text(HEAD.replace("bit<W>", "bit<8>") + PLAIN_PARSER + ingress + TAIL)
+    cp = compile_file(str(src))
+    body = lower_program(cp).controls["ingress"]
+    declared = [n.var.name for n in ir.walk(body) if isinstance(n, ir.Declare) and n.var.name[:3] == "cp_"]
+    used = {n.name for n in ir.walk(body) if isinstance(n, ir.Var) and n.name[:3] == "cp_"}
+    assert len(declared) == copies
+    assert used == set(declared)  # an argument worked on in place leaves no trace of its copy
+    emit_c(cp)

@@ -167,12 +167,14 @@ def ctype(t: ir.Type) -> str:
 
 
 class _PCtx:
-    """The (sub-)parser whose states are being emitted: its state labels' prefix, its accept
-    label, the states transitions name, and whether anything goes to accept."""
+    """The (sub-)parser whose states are being emitted: its state labels' prefix, its accept,
+    reject and error labels, the states transitions name, and whether anything goes to accept."""
 
-    def __init__(self, prefix: str, accept: str) -> None:
+    def __init__(self, prefix: str, accept: str, reject: str = "P_reject", error: str = "P_error") -> None:
         self.prefix = prefix
         self.accept = accept
+        self.reject = reject
+        self.error = error
         self.refs: set[str] = set()
         self.accept_used = False
 
@@ -276,7 +278,7 @@ class CEmitter:
     def finish(self, sig: str, tail: list[str]) -> list[str]:
         decls = ["    ss_state *s = (ss_state *)vs;", "    (void)s; (void)c;"]
         for n, t in self.fn.locals.items():
-            decls.append(f"    {ctype(t)} {n}; memset(&{n}, 0, sizeof {n}); (void){n};")
+            decls.append(f"    {self.ctype(t)} {n}; memset(&{n}, 0, sizeof {n}); (void){n};")
         return [sig + " {"] + decls + self.lines + tail + ["}", ""]
 
     # ------------------------------------------------------------------ expressions
@@ -291,10 +293,19 @@ class CEmitter:
         if isinstance(e, ir.Index):
             return self.index(e, write=True)
         if isinstance(e, ir.Member):
-            if isinstance(e.base, ir.Var) and e.base.name == "sm":
-                return f"s->sm.{e.field}"
-            return f"{self.lv(e.base)}.f_{e.field}"
+            return f"{self.lv(e.base)}.{self.field(e)}"
         return self.x(e)
+
+    def field(self, e: ir.Member) -> str:
+        """The C member a P4 field is: `f_<name>`, or the runtime's name in standard metadata (also
+        in a copy of it, an aliased argument's: lower.settle_copies)."""
+        b = e.base
+        if b.type is self.p.std_meta_type or isinstance(b, ir.Var) and b.name == "sm":
+            return e.field
+        return f"f_{e.field}"
+
+    def ctype(self, t: ir.Type) -> str:
+        return "ss_std_meta" if t is self.p.std_meta_type else ctype(t)
 
     def x_Const(self, e: ir.Const) -> str:
         if isinstance(e.type, ir.Bool):
@@ -309,11 +320,9 @@ class CEmitter:
         return e.name
 
     def x_Member(self, e: ir.Member) -> str:
-        if isinstance(e.base, ir.Var) and e.base.name == "sm":
-            return f"s->sm.{e.field}"
         if isinstance(e.type, ir.Varbit):
             raise NativeUnsupported("the native backend does not support varbit values in expressions yet")
-        return f"{self.x(e.base)}.f_{e.field}"
+        return f"{self.x(e.base)}.{self.field(e)}"
 
     def index(self, e: ir.Index, write: bool) -> str:
         base = self.lv(e.base) if write else self.x(e.base)
@@ -473,7 +482,11 @@ class CEmitter:
             self.too_short(f"(uint64_t)c->off + {(max(widths) + 7) // 8} > c->len", lvl)
 
     def too_short(self, cond: str, lvl: int) -> None:
-        self.line(f"if ({cond}) {{ err = {self.err['PacketTooShort']}; goto P_error; }}", lvl)
+        self.fail_if(cond, self.err["PacketTooShort"], lvl)
+
+    def fail_if(self, cond: str, err: Any, lvl: int) -> None:
+        """End the (sub-)parser with parser error `err` (a number or C expression) when `cond`."""
+        self.line(f"if ({cond}) {{ err = {err}; goto {self.pctx.error}; }}", lvl)
 
     def s_Declare(self, st: ir.Declare, lvl: int) -> None:
         n = self.x(st.var)
@@ -748,7 +761,7 @@ class CEmitter:
         t = st.header.type
         assert isinstance(t, ir.Stack)
         b = self.lv(st.header)
-        self.line(f"if ({b}.nxt >= {t.size}) {{ err = {self.err['StackOutOfBounds']}; goto P_error; }}", lvl)
+        self.fail_if(f"{b}.nxt >= {t.size}", self.err["StackOutOfBounds"], lvl)
         return f"{b}.e[{b}.nxt]"
 
     def load_fields(self, h: str, t: ir.Header, p: str, lvl: int) -> None:
@@ -795,11 +808,9 @@ class CEmitter:
         # bmv2's extract_VL order: whole bytes (ParserInvalidArgument), then enough packet
         # (PacketTooShort, as P4-16's extract pseudo-code), then the varbit's maximum (HeaderTooShort)
         self.line(f"uint64_t vb_ = {n};", lvl)
-        self.line(
-            f"if ((vb_ + {fixed}) % 8) {{ err = {self.err['ParserInvalidArgument']}; goto P_error; }}", lvl
-        )
+        self.fail_if(f"(vb_ + {fixed}) % 8", self.err["ParserInvalidArgument"], lvl)
         self.too_short(f"(uint64_t)c->off + (vb_ + {fixed}) / 8 > c->len", lvl)
-        self.line(f"if (vb_ > {vb.max_width}) {{ err = {self.err['HeaderTooShort']}; goto P_error; }}", lvl)
+        self.fail_if(f"vb_ > {vb.max_width}", self.err["HeaderTooShort"], lvl)
         self.line("const uint8_t *p_ = c->data + c->off;", lvl)
         off = "0"
         for name, ft in t.fields:
@@ -833,16 +844,16 @@ class CEmitter:
     def s_Advance(self, st: ir.Advance, lvl: int) -> None:
         self.line("{", lvl)
         self.line(f"uint64_t a_ = {self.x(st.bits)};", lvl + 1)
-        self.line(f"if (a_ % 8) {{ err = {self.err['ParserInvalidArgument']}; goto P_error; }}", lvl + 1)
+        self.fail_if("a_ % 8", self.err["ParserInvalidArgument"], lvl + 1)
         self.too_short("(uint64_t)c->off + a_ / 8 > c->len", lvl + 1)
         self.line("c->off += (uint32_t)(a_ / 8);", lvl + 1)
         self.line("}", lvl)
 
     def s_Verify(self, st: ir.Verify, lvl: int) -> None:
-        self.line(f"if (!({self.x(st.cond)})) {{ err = {self.x(st.error)}; goto P_error; }}", lvl)
+        self.fail_if(f"!({self.x(st.cond)})", self.x(st.error), lvl)
 
     def s_ParserError(self, st: ir.ParserError, lvl: int) -> None:
-        self.line(f"err = {st.error}; goto P_error;", lvl)
+        self.line(f"err = {st.error}; goto {self.pctx.error};", lvl)
 
     def s_Emit(self, st: ir.Emit, lvl: int) -> None:
         t = st.type
@@ -904,7 +915,7 @@ class CEmitter:
     def parser_states(self, prs: ir.Parser, pc: _PCtx, lvl: int) -> None:
         """A parser's states in place, start first (entered by falling into it); a state's label
         only where a transition names it (gcc's -Wunused-label). Transitions go to this parser's
-        states (`pc.prefix` + name), its accept (`pc.accept`) or the top-level P_reject."""
+        states (`pc.prefix` + name), its accept (`pc.accept`) or its reject (`pc.reject`)."""
         outer, self.pctx = self.pctx, pc
         states = {st.name: st for st in prs.states}
         order = [prs.start] + [n for n in states if n != prs.start]
@@ -925,16 +936,28 @@ class CEmitter:
     def s_SubParser(self, st: ir.SubParser, lvl: int) -> None:
         """P4-16 13.8.1 (invoking a sub-parser): the calling state is split at the call; the
         sub-parser's accept is the bottom half (the statements after this one), its reject and
-        its errors are the caller's (P_reject / P_error end the whole parse). Arguments: the
-        lowering copies scalars in before this statement and out after it, so a sub-parser that
-        rejects copies nothing out; headers and structs are passed by reference (lower.bind_params),
-        so what it extracted before rejecting stays, as on the Python back end."""
+        its errors are the caller's (they end the whole parse). Arguments: the lowering copies
+        them in before this statement and out after it (lower.bind_params); a reject or an error
+        first runs `reject_outs` (the copies of header/struct arguments go out all the same), at
+        labels of this sub-parser's that then go on to the caller's reject or error."""
         self.fn.n += 1
         n = self.fn.n
-        pc = _PCtx(f"SP{n}_", f"SPA{n}")
+        outer = self.pctx
+        if st.reject_outs:
+            pc = _PCtx(f"SP{n}_", f"SPA{n}", f"SPR{n}", f"SPE{n}")
+        else:
+            pc = _PCtx(f"SP{n}_", f"SPA{n}", outer.reject, outer.error)
         self.line(f"{{  /* sub-parser {_cstr(st.name)[1:-1]} */", lvl)
+        start = len(self.lines)
         self.parser_states(st.parser, pc, lvl + 1)
+        text = "\n".join(self.lines[start:])
         self.line("}", lvl)
+        # every state ends in a goto: these are reached only by name
+        for lab, then in ((pc.reject, outer.reject), (pc.error, outer.error)):
+            if lab != then and f"goto {lab};" in text:
+                self.line(f"{lab}: ;", lvl)
+                self.block(st.reject_outs, lvl)
+                self.line(f"goto {then};", lvl)
         if pc.accept_used:
             self.line(f"{pc.accept}: ;", lvl)
 
@@ -943,7 +966,7 @@ class CEmitter:
             self.pctx.accept_used = True
             return f"goto {self.pctx.accept};"
         if name == "reject":
-            return "goto P_reject;"
+            return f"goto {self.pctx.reject};"
         refs.add(name)
         return f"goto {self.pctx.prefix}{name};"
 
@@ -998,7 +1021,7 @@ class CEmitter:
         else:
             # no case matched, no default: the parse ends as on an explicit reject, parser_error
             # NoError, as bmv2 runs p4c-bm2-ss's JSON (softswitch/README.md, Known gaps)
-            self.line("goto P_reject;", lvl + 1)
+            self.line(f"goto {self.pctx.reject};", lvl + 1)
         self.line("}", lvl)
 
     def control_fn(self, role: str, body: list[ir.Stmt]) -> list[str]:

@@ -19,7 +19,8 @@ the statements after one that may leave run under `if not flag:`. A `Loop` is a 
 (its update statements at the top, skipped the first time, so that `continue` runs them);
 `Break`/`Continue` are Python's, and a `Leave` out of a loop also breaks out of it (and out of
 each loop around it, tested after the inner loop ends). Parsers are one function
-with a loop over a state number; a sub-parser is a nested loop (`accept` breaks out of it).
+with a loop over a state number; a sub-parser is a nested loop (`accept` breaks out of it; its
+`reject_outs` run in an `except ParserError` that raises again).
 """
 
 from __future__ import annotations
@@ -705,8 +706,16 @@ class PyEmitter:
     def s_SubParser(self, st: ir.SubParser, lvl: int) -> None:
         saved = (self.accept, self.state_var, self.states)
         self.accept = "break"
-        self.states_loop(st.parser, lvl)
+        if st.reject_outs:  # a reject or an error ends the parse after these copy-outs
+            self.line("try:", lvl)
+            self.states_loop(st.parser, lvl + 1)
+        else:
+            self.states_loop(st.parser, lvl)
         self.accept, self.state_var, self.states = saved
+        if st.reject_outs:
+            self.line("except ParserError:", lvl)
+            self.block(st.reject_outs, lvl + 1)
+            self.line("raise", lvl + 1)
 
     # ------------------------------------------------------------------ parser
     def parser_fn(self) -> None:
