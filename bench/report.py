@@ -1073,15 +1073,37 @@ class Report:
             f"communication {actor_share}; best evaluation {d.get('best_eval_return')}; exit code "
             f"{d.get('exit_code')}"
         )
-        updates = (
-            f"the learner's {_num(d.get('learner_updates_per_s'))} updates/s to {d.get('updates_to_target')} "
-            "updates, with the switch, the replay server and four actors on the same CPUs"
-        )
+        runs = d.get("runs") or []
+        median = d.get("median")
+        if len(runs) > 1 and isinstance(median, dict):  # bench.make_run --runs N: the medians count
+            for i, r in enumerate(runs, start=1):
+                self.lines.append(
+                    f"  - run {i}: reached={r.get('reached_target')}, time to target "
+                    f"{_num(r.get('time_to_target_s'))} s, updates {r.get('updates_to_target')} at "
+                    f"{_num(r.get('learner_updates_per_s'))} updates/s, learner communication "
+                    f"{_pct(r.get('learner_communication_share'))}, exit code {r.get('exit_code')}"
+                )
+            t, share = median.get("time_to_target_s"), median.get("learner_communication_share")
+            upd = median.get("updates_to_target")
+            updates = (
+                f"median of {len(runs)} runs: the learner's {_num(median.get('learner_updates_per_s'))} "
+                f"updates/s to {_num(upd)} updates, with the switch, the replay "
+                "server and four actors on the same CPUs; the updates the target takes vary from run to run"
+            )
+            best = max((r.get("best_eval_return") or 0 for r in runs), default=None)
+            d = {**d, "best_eval_return": best}
+        else:
+            updates = (
+                f"the learner's {_num(d.get('learner_updates_per_s'))} updates/s to "
+                f"{d.get('updates_to_target')} updates, with the switch, the replay server and four actors "
+                "on the same CPUs"
+            )
         if t is not None:
             met = met_mark(t, "<=", 60)
             self.headline("make run: time to 475", f"{t:.0f} s", updates, "make_run_time", met)
         else:
-            why = f"not reached (best evaluation {d.get('best_eval_return')}"
+            why = "not reached in half or more of the runs" if len(runs) > 1 else "not reached"
+            why += f" (best evaluation {d.get('best_eval_return')}"
             why += f", budget {budget:g} s)" if isinstance(budget, (int, float)) else ")"
             self.headline("make run: time to 475", why, updates, "make_run_time", "no")
         self.headline(

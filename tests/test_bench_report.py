@@ -252,3 +252,42 @@ def test_make_run_rows_from_its_summary(tmp_path: Path) -> None:
     head = _report(res, tmp_path / "out2").split("## Headline ratios")[1].split("\n## ")[0]
     assert "| make run: time to 475 | not reached (best evaluation 310.5, budget 660 s) | <= 60 s | no |" \
         in head
+
+
+def test_make_run_medians_of_several_runs(tmp_path: Path) -> None:
+    """bench.make_run --runs N: the headline rows take the medians (a missed target counts as
+    slower than any reached one), each run is listed, and half or more missed is 'not reached'."""
+    from bench.make_run import result_from_summary, with_medians
+
+    def run(t: float | None, updates: int | None, rate: float, share: float) -> dict:
+        summary = {
+            "reached_target": t is not None, "target_return": 475, "time_to_target_s": t,
+            "updates_to_target": updates, "learner_updates_per_s": rate, "learner_communication_share": share,
+            "best_eval_return": 500.0 if t is not None else 300.0, "time_budget_s": 660,
+        }  # fmt: skip
+        return result_from_summary(summary, Path("topologies/star.yaml"), 0 if t is not None else 3)
+
+    data = with_medians([run(90.0, 9000, 100.0, 0.10), run(None, None, 110.0, 0.08),
+                         run(60.0, 7000, 117.0, 0.12)])  # fmt: skip
+    assert data["median"] == {"time_to_target_s": 90.0, "updates_to_target": 9000.0,
+                              "learner_updates_per_s": 110.0,
+                              "learner_communication_share": 0.10}  # fmt: skip
+    assert len(data["runs"]) == 3 and data["reached_all"] is False
+    assert data["time_to_target_s"] == 90.0  # the first run's figures stay at the top level
+    res = tmp_path / "res"
+    res.mkdir()
+    (res / "make-run.json").write_text(json.dumps(data))
+    text = _report(res, tmp_path / "out")
+    head = text.split("## Headline ratios")[1].split("\n## ")[0]
+    assert "| make run: time to 475 | 90 s | <= 60 s | no | median of 3 runs: the learner's 110 updates/s " \
+        "to 9000 updates" in head
+    assert "| make run: learner communication share | 10% | <= 30% | yes |" in head
+    assert "  - run 2: reached=False, time to target n/a s, updates None at 110 updates/s" in text
+
+    two_missed = with_medians([run(None, None, 100.0, 0.1), run(None, None, 100.0, 0.1),
+                               run(50.0, 6000, 120.0, 0.1)])  # fmt: skip
+    assert two_missed["median"]["time_to_target_s"] is None
+    (res / "make-run.json").write_text(json.dumps(two_missed))
+    head = _report(res, tmp_path / "out2").split("## Headline ratios")[1].split("\n## ")[0]
+    assert "| make run: time to 475 | not reached in half or more of the runs (best evaluation 500.0, " \
+        "budget 660 s) | <= 60 s | no |" in head
