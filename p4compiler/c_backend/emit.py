@@ -200,6 +200,7 @@ class CEmitter:
         self.fn = _Fn("")
         self.pctx = _PCtx("ST_", "P_accept")
         self.in_parser = False
+        self.lazy = 0  # > 0 while rendering an operand C may not evaluate (x, lazily)
         self.zero_objs: set[str] = set()
         self.sink_objs: set[str] = set()
         self.err = {n: i for i, n in enumerate(prog.errors)}
@@ -284,9 +285,23 @@ class CEmitter:
     # ------------------------------------------------------------------ expressions
     def x(self, e: ir.Expr) -> str:
         if self.wide.used and self.wide.handles(e):
-            return self.wide.x(e)
-        m = getattr(self, "x_" + type(e).__name__)
-        return m(e)
+            v = self.wide.x(e)
+        else:
+            v = getattr(self, "x_" + type(e).__name__)(e)
+        if self.lazy and self.in_parser and isinstance(e, ir.Lookahead):
+            # read only if this operand is evaluated (P4-16 8.5: `&&` `||` `?:` are lazy), so its
+            # bounds check is too; GNU C lets a statement expression jump out (to P_error)
+            return (f"({{ if ((uint64_t)c->off + {(e.width + 7) // 8} > c->len) "
+                    f"{{ err = {self.err['PacketTooShort']}; goto P_error; }} {v}; }})")
+        return v
+
+    def lazily(self, e: ir.Expr) -> str:
+        """`e` as an operand C evaluates only sometimes (right of && and ||, arms of ?:)."""
+        self.lazy += 1
+        try:
+            return self.x(e)
+        finally:
+            self.lazy -= 1
 
     def lv(self, e: ir.Expr) -> str:
         """An lvalue: like x, but an out-of-range stack element is a write sink."""
@@ -340,7 +355,19 @@ class CEmitter:
         return f"(*((uint64_t)({i}) < {st.size} ? &{base}.e[{i}] : {other}))"
 
     def x_Index(self, e: ir.Index) -> str:
-        return self.index(e, write=False)
+        v = self.index(e, write=False)
+        if self.lazy and self.in_parser and (ref := ir.stack_ref(e)) is not None:
+            # checked where it is read, as lookahead_checks would before the statement
+            return f"(*({{ {self.stack_check(e, ref)} &{v}; }}))"
+        return v
+
+    def stack_check(self, e: ir.Index, ref: str) -> str:
+        """StackOutOfBounds unless the element `hs.next` / `hs.last` names exists (P4-16 8.18)."""
+        t = e.base.type
+        assert isinstance(t, ir.Stack)
+        nxt = f"{self.x(e.base)}.nxt"
+        cond = f"{nxt} >= {t.size}" if ref == "next" else f"{nxt} == 0"
+        return f"if ({cond}) {{ err = {self.err['StackOutOfBounds']}; goto P_error; }}"
 
     def x_StackNext(self, e: ir.StackNext) -> str:
         return f"((uint64_t){self.x(e.base)}.nxt)"
@@ -358,11 +385,9 @@ class CEmitter:
         op = e.op
         if isinstance(e.left.type, ir.Varbit):
             return self.varbit_eq(e)
+        if op in ("land", "lor"):
+            return f"({self.x(e.left)} {'&&' if op == 'land' else '||'} {self.lazily(e.right)})"
         a, b = self.x(e.left), self.x(e.right)
-        if op == "land":
-            return f"({a} && {b})"
-        if op == "lor":
-            return f"({a} || {b})"
         if op in ("eq", "ne", "lt", "le", "gt", "ge"):
             c = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}[op]
             lt = e.left.type
@@ -423,7 +448,7 @@ class CEmitter:
         return a
 
     def x_Mux(self, e: ir.Mux) -> str:
-        return f"({self.x(e.cond)} ? {self.x(e.then)} : {self.x(e.other)})"
+        return f"({self.x(e.cond)} ? {self.lazily(e.then)} : {self.lazily(e.other)})"
 
     def x_IsValid(self, e: ir.IsValid) -> str:
         b = self.x(e.expr)
@@ -451,19 +476,21 @@ class CEmitter:
 
     def lookahead_checks(self, st: Any, lvl: int) -> None:
         """Bounds checks for the lookaheads a parser statement reads, and for the stack elements
-        it names by `.next` / `.last` (StackOutOfBounds when absent, P4-16 8.18), before it runs."""
+        it names by `.next` / `.last` (StackOutOfBounds when absent, P4-16 8.18), before it runs.
+        Reads in an operand evaluated only sometimes (right of `&&` / `||`, arms of `?:`) are
+        checked where they are read instead (x, x_Index)."""
         widths: list[int] = []
 
         def walk(o: Any) -> None:
             if isinstance(o, ir.Lookahead):
                 widths.append(o.width)
             elif isinstance(o, ir.Index) and (ref := ir.stack_ref(o)) is not None:
-                t = o.base.type
-                assert isinstance(t, ir.Stack)
-                nxt = f"{self.x(o.base)}.nxt"
-                cond = f"{nxt} >= {t.size}" if ref == "next" else f"{nxt} == 0"
-                self.line(f"if ({cond}) {{ err = {self.err['StackOutOfBounds']}; goto P_error; }}", lvl)
+                self.line(self.stack_check(o, ref), lvl)
                 walk(o.base)
+            elif isinstance(o, ir.BinOp) and o.op in ("land", "lor"):
+                walk(o.left)
+            elif isinstance(o, ir.Mux):
+                walk(o.cond)
             elif isinstance(o, ir.Expr):
                 for v in vars(o).values():
                     walk(v)
