@@ -214,8 +214,28 @@ def test_stack_members_are_refused_where_p4c_refuses_them(parser, control, messa
     assert str(err.value).startswith("s.p4:") and "\n" not in str(err.value)
 
 
+@pytest.mark.parametrize("parser, message", [
+    ("hdr.s.last.f = 1;", "cannot assign to hdr.s.last.f: a stack's last element is not an l-value"),
+    ("hdr.s.last = hdr.s[0];", "cannot assign to hdr.s.last: a stack's last element"),
+    ("hdr.s.last.f[3:0] = 1;", "cannot assign to hdr.s.last.f: a stack's last element"),
+    ("hdr.s.last.setInvalid();", "setInvalid\\(\\) on hdr.s.last: a stack's last element"),
+    ("pkt.extract(hdr.s.last);", "extract into hdr.s.last: a stack's last element"),
+    ("f(hdr.s.last);", "inout argument hdr.s.last: a stack's last element"),
+    ("g(hdr.s.last.f);", "out argument hdr.s.last.f: a stack's last element"),
+])
+def test_stack_last_is_not_an_lvalue(parser, message):
+    """p4c's type check makes hs.next an l-value and hs.last not (P4-16 8.18: next is the element
+    extract writes); writing through hs.last is refused with one located line, as p4c does."""
+    text = STACK_PROGRAM.replace("PARSER", parser).replace("CONTROL", "").replace(
+        "parser P(", "void f(inout h_t h) { }\nvoid g(out bit<8> x) { x = 0; }\nparser P(")
+    with pytest.raises(P4Error, match=message) as err:
+        compile_text(text, "s.p4")
+    assert str(err.value).startswith("s.p4:9:") and "\n" not in str(err.value)
+
+
 def test_stack_members_in_their_places_compile():
-    compile_text(STACK_PROGRAM.replace("PARSER", "meta.n = hdr.s.lastIndex + (bit<32>)hdr.s.last.f;")
+    compile_text(STACK_PROGRAM.replace("PARSER", "meta.n = hdr.s.lastIndex + (bit<32>)hdr.s.last.f; "
+                                                 "hdr.s.next.f = hdr.s.last.f; hdr.s.next.setValid();")
                  .replace("CONTROL", "hdr.s.push_front(1); hdr.s.pop_front(1);"), "s.p4")
 
 

@@ -89,6 +89,9 @@ def compile_call(cp: Compiler, e: A.Call, scope: Scope, em: Emitter, want: Any) 
             if method == "isValid":
                 return V("", T.BOOL)
             if method in ("setValid", "setInvalid"):
+                from p4compiler.python_backend.stmts import refuse_stack_last
+
+                refuse_stack_last(cp, callee.expr, scope, f"{method}() on")
                 return V("", T.VOID)
             raise err(f"headers have no method {method}", e)
         if isinstance(bt, T.StructLikeT) and bt.is_union:
@@ -132,8 +135,12 @@ def bind_args(cp: Compiler, params: list[A.Param], args: list[A.Expr | None], ps
         if a is None:
             continue
         scalar = not isinstance(pt, (T.StructLikeT, T.StackT))
-        if scalar and p.direction in ("out", "inout"):
-            outs.append((a, pt))
+        if p.direction in ("out", "inout"):
+            from p4compiler.python_backend.stmts import refuse_stack_last
+
+            refuse_stack_last(cp, a, scope, f"{p.direction} argument")
+            if scalar:
+                outs.append((a, pt))
         if p.direction == "out" and scalar:
             continue
         v = cp.value(a, scope, em, want=pt)
@@ -254,6 +261,9 @@ def packet_in_method(cp: Compiler, pkt: V, method: str, e: A.Call, scope: Scope,
             if len(e.args) == 2:
                 cp.value(e.args[1].value, scope, em)
             return V("None", T.VOID)
+        from p4compiler.python_backend.stmts import refuse_stack_last
+
+        refuse_stack_last(cp, target, scope, "extract into")
         h = cp.value(target, scope, em)
         if not (isinstance(h.type, T.StructLikeT) and h.type.is_header):
             raise err(f"extract needs a header, not {h.type}", target)

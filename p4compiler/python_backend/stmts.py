@@ -22,7 +22,20 @@ class FnContext:
     in_loop: bool = False  # inside a for loop's body (break/continue allowed)
 
 
+def refuse_stack_last(cp: Compiler, e: A.Expr, scope: Scope, what: str) -> None:
+    """`hs.last` (and a field, slice or member under it) is no l-value: p4c's type check makes
+    only `hs.next` one (P4-16 8.18: next is where extract writes). `what` names the use."""
+    x = e
+    while isinstance(x, (A.Member, A.Index, A.Slice)):
+        if isinstance(x, A.Member) and x.member == "last" and isinstance(
+                cp.value(x.expr, scope, Emitter()).type, T.StackT):
+            raise err(f"{what} {cp.text(e)}: a stack's last element is not an l-value "
+                      "(only next is, as p4c)", e)
+        x = x.expr
+
+
 def lvalue(cp: Compiler, e: A.Expr, scope: Scope, em: Emitter) -> V:
+    refuse_stack_last(cp, e, scope, "cannot assign to")
     v = cp.expr(e, scope, em)
     if v.bind is not None:
         raise err(f"cannot assign to {cp.text(e)}", e)
