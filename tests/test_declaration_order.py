@@ -138,3 +138,60 @@ def test_a_program_without_main_names_its_file() -> None:
     with pytest.raises(P4Error) as ei:
         compile_text(HEAD + DECLS + BLOCKS, "nomain.p4")
     assert str(ei.value).startswith("nomain.p4: error: the program has no `main`"), str(ei.value)
+
+
+# Local declarations of a control or parser (P4-16 12.10, and p4c: "not found"): the type check
+# binds a block's actions, tables and instances before it looks at them, so these used to compile.
+def with_locals(text: str) -> str:
+    """BLOCKS with `text` declared first in control I."""
+    return BLOCKS.replace("    action put(bit<8> v)", f"    {text}\n    action put(bit<8> v)")
+
+
+LOCAL_CASES = [
+    # (what the control I declares before `apply`, the use's text, the declaration's text, name)
+    ("table t2 { key = { hdr.h.a : exact; } actions = { late; } } action late() { }",
+     "actions = { late; }", "action late()", "late"),
+    ("table t2 { key = { hdr.h.a : exact; } actions = { NoAction; } default_action = late(); }"
+     " action late() { }", "default_action = late()", "action late()", "late"),
+    ("action early() { late(); } action late() { }", "late();", "action late()", "late"),
+    ("action early() { lv = 1; } bit<8> lv = 0;", "lv = 1;", "bit<8> lv", "lv"),
+    ("table t2 { key = { lv : exact; } actions = { NoAction; } } bit<8> lv = 0;", "lv : exact",
+     "bit<8> lv", "lv"),
+    ("action early() { r.write(0, 1); } register<bit<8>>(4) r;", "r.write", "register<bit<8>>(4) r",
+     "r"),
+    ("bit<8> y = lv; bit<8> lv = 1;", "y = lv", "bit<8> lv", "lv"),
+]
+
+
+@pytest.mark.parametrize("locals_,use,decl,name", LOCAL_CASES)
+def test_a_control_local_used_before_its_declaration_is_refused(locals_: str, use: str, decl: str,
+                                                                name: str) -> None:
+    # each on its own line, so the line numbers tell the use from the declaration
+    split = locals_.replace(" action ", "\n    action ").replace(" bit<8> lv", "\n    bit<8> lv")
+    split = split.replace(" register<", "\n    register<")
+    text = HEAD + DECLS + with_locals(split) + MAIN
+    line, _, msg = refused(text)
+    assert line == line_of(text, use), (line, msg)
+    assert msg.startswith(f"{name} is used before its declaration (declared at line "
+                          f"{line_of(text, decl)}) in I"), msg
+
+
+@pytest.mark.parametrize("locals_", [
+    "action late() { } table t2 { key = { hdr.h.a : exact; } actions = { late; } }",
+    "bit<8> lv = 0; action early() { lv = 1; }",
+    "register<bit<8>>(4) r; action early() { r.write(0, 1); }",
+    # a block-level variable of the action has the name of a later local: the use means its own
+    "action early() { bit<8> lv = 2; hdr.h.b = lv; } bit<8> lv = 0;",
+])
+def test_control_locals_in_order_compile_on_both_backends(locals_: str) -> None:
+    text = HEAD + DECLS + with_locals(locals_) + MAIN
+    emit_c(compile_text(text, "prog.p4"))
+
+
+def test_a_parser_local_used_before_its_declaration_is_refused() -> None:
+    text = HEAD + DECLS + BLOCKS.replace(
+        "    state start {", "    bit<8> y = lv;\n    bit<8> lv = 1;\n    state start {") + MAIN
+    line, _, msg = refused(text)
+    assert line == line_of(text, "y = lv"), msg
+    assert msg.startswith(f"lv is used before its declaration (declared at line "
+                          f"{line_of(text, 'bit<8> lv')}) in P"), msg

@@ -1,4 +1,5 @@
-"""Declaration before use for the program's top-level names.
+"""Declaration before use for the program's top-level names and for the local declarations of
+controls and parsers.
 
 P4-16 names must be declared before they are used ("P4 requires definitions to precede uses",
 v1.2.4 section 12.10, Sub-parsers); p4c refuses a use that precedes the
@@ -13,6 +14,14 @@ program that p4c refuses. Checked here on the parsed program, before any binding
   (`NameExpr`) or an action named in a table (`ActionRefExpr`);
 - a name that the declaration also binds locally (a parameter, local, table, action, state,
   type parameter, ...) is left alone: the check never guesses which one a use means.
+
+Inside a control or parser the same holds for its local declarations (actions, tables,
+instances, variables, constants, value sets): the type check binds the actions, tables and
+instances of a block before it looks at any of them, so an action named in a table declared
+before the action, or a variable used in an action declared before the variable, would
+otherwise be accepted; p4c refuses both. A local's name that is also a parameter of the block
+or a top-level name is left alone (a use before the local may mean the outer one). Statements
+(apply blocks, parser states, action bodies) bind their variables in order already.
 """
 
 from __future__ import annotations
@@ -55,6 +64,30 @@ def check_declaration_order(program: A.Program) -> None:
                 where = f" (declared at line {decl.loc.line})" if decl.loc is not None else ""
                 raise err(f"{name} is used before its declaration{where}: P4-16 needs a name "
                           "declared before it is used, and p4c refuses this", node if node.loc else d)
+    for d in program.decls:
+        if isinstance(d, (A.ControlDecl, A.ParserDecl)):
+            _check_locals(d, set(first))
+
+
+def _check_locals(block: A.ControlDecl | A.ParserDecl, top: set[str]) -> None:
+    """Refuse a use, in one of `block`'s local declarations, of a local declared after it."""
+    outer = top | {p.name for p in block.params + block.ctor_params} | set(block.type_params)
+    first: dict[str, tuple[int, A.Decl]] = {}
+    for i, d in enumerate(block.locals):
+        name = getattr(d, "name", None)
+        if name is not None and name not in outer:
+            first.setdefault(name, (i, d))
+    for i, d in enumerate(block.locals):
+        inside = _bound_inside(d)
+        for name, node in _uses(d):
+            if name in inside or name not in first:
+                continue
+            j, decl = first[name]
+            if j > i:
+                where = f" (declared at line {decl.loc.line})" if decl.loc is not None else ""
+                raise err(f"{name} is used before its declaration{where} in {block.name}: P4-16 "
+                          "needs a name declared before it is used, and p4c refuses this",
+                          node if node.loc else d)
 
 
 def _nodes(n: Any) -> Iterator[Any]:
