@@ -6,7 +6,7 @@
 // cell ingress wrote for this very packet), the counter `hits` is counted in ingress and in
 // egress (one array), and the direct counter `t_hits` is attached to an ingress table. P4Info
 // names them without a control prefix (`seen`, `hits`, `t_hits`), as p4c does, and the control
-// plane (STF register_write, check_counter) finds them by those names.
+// plane (STF check_counter, the switch's register_write) finds them by those names.
 #include <core.p4>
 #include <v1model.p4>
 
