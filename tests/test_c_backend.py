@@ -354,3 +354,18 @@ int main(void) {
     r = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and "runtime error" not in r.stderr, r.stderr
     assert r.stdout.split("\n")[:65] == ["0"] + [f"-1 {(1 << w) - 1}" for w in range(1, 65)]
+
+
+def test_out_of_range_writes_go_to_the_packets_state_not_a_global() -> None:
+    """Writes through an out-of-range stack index land in a sink inside the packet's ss_state:
+    datapath threads run packets at once, and a sink shared by them (a writable global) would be
+    a data race, undefined in C11. The generated C has no writable object at file scope."""
+    res = _native("tests/p4/spec/stack_runtime_index.p4")
+    assert not isinstance(res, P4Error), res
+    src = res.source.split("typedef struct ss_state {", 1)[1]
+    assert "ss__sink;" in src.split("} ss_state;")[0]
+    assert "&s->ss__sink.t_" in src
+    writable = [ln for ln in src.splitlines()
+                if re.match(r"static (?!const )[^(]*;", ln)]
+    assert writable == [], writable
+    _gcc(res.source)

@@ -211,8 +211,7 @@ class CEmitter:
         out = [PRELUDE]
         out.extend(self.type_decls())
         hdr, meta = self.p.headers_type.name, self.p.meta_type.name
-        out.append("typedef struct ss_state {\n    ss_std_meta sm;")
-        out.append(f"    {hdr} hdr;\n    {meta} meta;\n}} ss_state;\n")
+        state_at = len(out)
         body: list[str] = []
         body.extend(self.parser_fn())
         roles = ("verify_checksum", "ingress", "egress", "compute_checksum", "deparser")
@@ -221,10 +220,17 @@ class CEmitter:
         body.extend(self.preserve_fn())
         for t in sorted(self.zero_objs):
             out.append(f"static const {t} ss__zero_{t};")
-        for t in sorted(self.sink_objs):
-            out.append(f"static {t} ss__sink_{t};  /* writes to out-of-range stack elements */")
+        # Writes through an out-of-range stack index go to a sink in the packet's own state, not
+        # to a global: datapath threads run packets at once, and a shared sink would be a data
+        # race (C11 UB). It is never read as a value, so ss_init leaves it as it is.
+        state = ["typedef struct ss_state {", "    ss_std_meta sm;", f"    {hdr} hdr;", f"    {meta} meta;"]
+        if self.sink_objs:
+            state.append("    union { " + " ".join(f"{t} t_{t};" for t in sorted(self.sink_objs))
+                         + " } ss__sink;  /* writes to out-of-range stack elements */")
+        out[state_at:state_at] = state + ["} ss_state;", ""]
         out.extend(body)
-        out.append("static void ss_init(void *vs) { memset(vs, 0, sizeof(ss_state)); }")
+        size = "offsetof(ss_state, ss__sink)" if self.sink_objs else "sizeof(ss_state)"
+        out.append(f"static void ss_init(void *vs) {{ memset(vs, 0, {size}); }}")
         names = ", ".join(_cstr(e) for e in self.p.errors)
         out.append(f"static const char *const ss_error_names[] = {{{names}}};")
         out.append("const ss_program ss_program_desc = {")
@@ -347,11 +353,11 @@ class CEmitter:
         if isinstance(e.index, ir.Const):
             if e.index.value >= st.size:
                 objs.add(st.element.name)
-                return f"ss__{'sink' if write else 'zero'}_{st.element.name}"
+                return f"s->ss__sink.t_{st.element.name}" if write else f"ss__zero_{st.element.name}"
             return f"{base}.e[{e.index.value}]"
         objs.add(st.element.name)
         i = self.x(e.index)
-        other = f"&ss__sink_{st.element.name}" if write else f"&ss__zero_{st.element.name}"
+        other = f"&s->ss__sink.t_{st.element.name}" if write else f"&ss__zero_{st.element.name}"
         return f"(*((uint64_t)({i}) < {st.size} ? &{base}.e[{i}] : {other}))"
 
     def x_Index(self, e: ir.Index) -> str:
