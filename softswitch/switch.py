@@ -25,6 +25,11 @@ log = logging.getLogger("softswitch")
 DROP_PORT = 511
 # instance_type values of bmv2's simple_switch
 NORMAL, INGRESS_CLONE, EGRESS_CLONE, COALESCED, RECIRC, REPLICATION, RESUBMIT = 0, 1, 2, 3, 4, 5, 6
+# Largest frame in or out, as the native backend's SS_MAX_FRAME: an input frame longer than this
+# is refused (SwitchError); an output whose deparsed headers alone, or whose whole frame after
+# truncation, is longer is dropped (the native backend counts those in stats()["too_long"]).
+# Below it a frame may grow by any amount.
+MAX_FRAME = 65535
 MAX_LOOPS = 16  # resubmit/recirculate passes per packet, so a buggy program cannot loop forever
 # egress copies E2E clones may make per input packet (clone-of-clone loops end here); the native
 # backend's SS_MAX_E2E_COPIES: a clone that would pass it makes no copy
@@ -365,6 +370,8 @@ class Switch:
 
     def process_packet(self, ingress_port: int, data: bytes) -> list[tuple[int, bytes]]:
         api.check_ingress_port(ingress_port)  # bit<9>, as the native backend checks it
+        if len(data) > MAX_FRAME:  # as the native backend refuses it
+            raise SwitchError(f"frame of {len(data)} bytes refused (at most {MAX_FRAME})")
         with self.lock:
             outputs: list[tuple[int, bytes]] = []
             ingress_q: deque = deque([(bytes(data), ingress_port, NORMAL, ())])
@@ -483,11 +490,16 @@ class Switch:
             pass
         P.out = []
         self._deparser(P, hdr)
-        data = b"".join(P.out) + P.data[P.off:]
+        headers = b"".join(P.out)
+        if len(headers) > MAX_FRAME:
+            return
+        data = headers + P.data[P.off:]
         if P.truncate:
             data = data[: P.truncate]
         if cut:  # a clone of a session with packet_length_bytes (bmv2's mirroring truncation)
             data = data[:cut]
+        if len(data) > MAX_FRAME:
+            return
         if P.recirculate is not None:
             ingress_q.append((data, port, RECIRC, _capture(P.recirculate, meta, sm)))
             return

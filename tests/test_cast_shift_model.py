@@ -14,7 +14,7 @@ Widths: 1, 7, 8, 9, 16, 31, 32, 33, 63, 64, 65 and 128 (the native backend's 64-
 boundary and the two-limb values), unsigned and signed (no int<1>: p4c refuses one-bit signed
 types). One generated program holds every expression, one output field each; a mismatch names
 the fields that differ. The outputs are split into groups, one output header each, chosen by
-an input field (a frame may grow by at most 4096 bytes on the native backend, SS_OUT_HEADROOM).
+an input field (keeping each frame small).
 """
 
 from __future__ import annotations

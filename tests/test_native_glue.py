@@ -213,3 +213,51 @@ def test_registers_stored_as_a_bank_stay_separate_registers() -> None:
             == [ref.register_read(name, i) for i in range(size)], name
     assert nat.register_read("Ing.rb", 3) == (0xBEEF + 2 * 0xF00D) & 0xFFFF
     assert nat.register_read("Ing.rc", 1) == (2 * 0xF1) & 0xFF
+
+
+GROW_N = 64
+GROW = """#include <core.p4>
+#include <v1model.p4>
+header eth_t { bit<48> dst; bit<48> src; bit<16> etype; }
+header c_t { bit<8> n; }
+header big_t { bit<4096> a; bit<4096> b; }
+struct headers_t { eth_t eth; c_t c; big_t[%d] s; }
+struct meta_t { }
+parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    state start { pkt.extract(hdr.eth); pkt.extract(hdr.c); transition accept; }
+}
+control VC(inout headers_t hdr, inout meta_t meta) { apply { } }
+control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    apply {
+        sm.egress_spec = 1;
+%s
+    }
+}
+control E(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) { apply { } }
+control CC(inout headers_t hdr, inout meta_t meta) { apply { } }
+control D(packet_out pkt, in headers_t hdr) { apply { pkt.emit(hdr.eth); pkt.emit(hdr.c); pkt.emit(hdr.s); } }
+V1Switch(P(), VC(), I(), E(), CC(), D()) main;
+""" % (GROW_N, "\n".join(f"        if (hdr.c.n > {i}) {{ hdr.s[{i}].setValid(); hdr.s[{i}].a = {i + 1}; "
+                         f"hdr.s[{i}].b = (bit<4096>)hdr.c.n; }}" for i in range(GROW_N)))
+
+
+def test_a_frame_may_grow_by_any_amount_up_to_the_largest_frame() -> None:
+    """The deparser adds n headers of 1024 bytes each (a = i + 1, b = n, 512 bytes each, big
+    endian) to a 22-byte frame. The native backend used to drop a frame grown by more than 4096
+    bytes (a fixed headroom) that the Python backend emits; now both emit every frame of up to
+    65535 bytes (SS_MAX_FRAME, softswitch.switch.MAX_FRAME) and drop a longer one alike (the
+    native backend counts it in too_long); a longer input frame is refused by both."""
+    program = compile_text(GROW, "grow.p4")
+    head = bytes(12) + b"\x88\xb5"
+    for sw in _both(program):
+        name = type(sw).__name__
+        for n in (0, 1, 5, 63):  # 5: 5120 bytes more (over the old headroom); 63: 64534 bytes
+            frame = head + bytes([n]) + b"payload"
+            want = head + bytes([n]) + b"".join(
+                (i + 1).to_bytes(512, "big") + n.to_bytes(512, "big") for i in range(n)) + b"payload"
+            assert sw.process_packet(0, frame) == [(1, want)], (name, n)
+        assert sw.process_packet(0, head + bytes([64]) + b"payload") == [], name  # 65551 bytes
+        if isinstance(sw, NativeSwitch):
+            assert sw.stats()["too_long"] == 1
+        with pytest.raises(SwitchError, match="65536 bytes refused"):
+            sw.process_packet(0, bytes(65536))

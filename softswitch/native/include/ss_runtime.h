@@ -32,7 +32,12 @@
 
 #define SS_ABI_VERSION 1
 #define SS_MAX_FRAME 65535u     /* largest frame in or out */
-#define SS_OUT_HEADROOM 4096u   /* deparser may emit this much more than it parsed */
+/* The deparser may emit up to SS_MAX_FRAME bytes of headers, however little it parsed (a frame
+ * may grow by more than any fixed headroom); the frame it makes (those headers, then the
+ * unparsed payload, then truncation) goes out when it is at most SS_MAX_FRAME bytes long, and
+ * is dropped and counted in ss_stats.too_long otherwise.  The Python backend keeps the same
+ * rule (softswitch/switch.py, MAX_FRAME). */
+#define SS_OUT_HEADROOM SS_MAX_FRAME
 #define SS_DROP_PORT 511u
 #define SS_MAX_PASSES 16u       /* resubmit/recirculate passes per packet */
 /* Egress copies that E2E clones may make per input packet (clone-of-clone loops end here).

@@ -252,7 +252,7 @@ static void tx_append(io_state *io, io_port *p, const uint8_t *frame, uint32_t l
     io_txq *q = &p->tx;
     if (q->n == IO_BATCH || q->used + len > IO_TX_ARENA)
         tx_flush(p);
-    if (len > IO_TX_ARENA) {  /* cannot happen (frames <= SS_MAX_FRAME + headroom) */
+    if (len > IO_TX_ARENA) {  /* cannot happen (frames <= SS_MAX_FRAME) */
         add64(&p->tx_dropped, 1);
         return;
     }

@@ -172,8 +172,7 @@ static void run_egress(struct ss_switch *sw, run *r, void *state, uint32_t port,
         P->compute_checksum(&p.c, state);
     }
     uint8_t *out = sw->outbuf;
-    uint32_t cap = payload_off + SS_OUT_HEADROOM;
-    if (cap > SS_MAX_FRAME + SS_OUT_HEADROOM) cap = SS_MAX_FRAME + SS_OUT_HEADROOM;
+    uint32_t cap = SS_OUT_HEADROOM;  /* the payload (<= SS_MAX_FRAME) fits after it */
     p.c.exited = 0;
     p.c.out = out;
     p.c.out_len = 0;

@@ -168,7 +168,7 @@ struct ss_switch {
     void **snaps;            /* ring of E2E snapshots (slot_size each), released in FIFO order */
     uint32_t snap_cap, snap_head, snap_used;
     ss_ingress_item items[SS_MAX_PASSES];
-    uint8_t *outbuf;         /* SS_MAX_FRAME + SS_OUT_HEADROOM */
+    uint8_t *outbuf;         /* SS_OUT_HEADROOM (headers) + SS_MAX_FRAME (payload) */
     ss_egress_item *eq;      /* ring of egress work */
     uint32_t eq_cap, eq_head, eq_n;
     uint32_t e2e_copies;     /* egress copies made by E2E clones for this input packet */

@@ -339,7 +339,7 @@ int ss_switch_load(struct ss_switch *sw, const ss_program *prog) {
     size_t slot = ((size_t)prog->state_size + 63u) & ~(size_t)63u;
     size_t n_slots = 2 + SS_MAX_PASSES;
     sw->arena = aligned_alloc(64, slot * n_slots);
-    sw->outbuf = malloc(SS_MAX_FRAME + SS_OUT_HEADROOM);
+    sw->outbuf = malloc((size_t)SS_OUT_HEADROOM + SS_MAX_FRAME);
     sw->snaps = calloc(SS_E2E_SLOTS, sizeof *sw->snaps);
     sw->eq = calloc(SS_EQ_CAP, sizeof *sw->eq);
     int ok = sw->arena && sw->outbuf && sw->snaps && sw->eq;
