@@ -1873,6 +1873,10 @@ class Lower(_Build):
                 )
             return
         it = self.irt(t, node)
+        if valid is None and isinstance(x, ir.Member) and isinstance(x.base.type, ir.Header):
+            # a single field of a header: bmv2's BufBuilder leaves out a field whose header is
+            # invalid (as it does a whole header), for hash(), checksums and selectors alike
+            valid = ir.IsValid(x.base)
         out.append(ir.FieldListItem(x, -1 if isinstance(it, ir.Varbit) else ir.wire_width(it), valid))
 
     def field_list_id(self, e: A.Expr | None, scope: Scope) -> int:
