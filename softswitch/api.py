@@ -44,7 +44,9 @@ class Unimplemented(SwitchError):
 
 
 class InUse(SwitchError):  # e.g. deleting an action-profile member a table entry or group refers to
-    code = "FAILED_PRECONDITION"
+    # PI answers UNKNOWN ("Error when deleting member/group on target"): bmv2 refuses with
+    # MBR_STILL_USED / GRP_STILL_USED and PI's action_prof_mgr maps any target error to UNKNOWN
+    code = "UNKNOWN"
 
 
 MAX_PORT = 511  # v1model's standard_metadata ports are bit<9>
@@ -123,12 +125,15 @@ class SwitchAPI(Protocol):
     def modify_member(self, profile: str, member_id: int, action: str, args: dict[str, int]) -> None: ...
     def delete_member(self, profile: str, member_id: int) -> None: ...
     def read_members(self, profile: str) -> dict[int, tuple[str, dict[str, int]]]: ...
+    # weights (one per member, default 1) as PI programs them: a member of weight w is w bmv2
+    # members (copies) of the group, so the hash picks it w times out of the sum of weights
     def insert_group(self, profile: str, group_id: int, members: Sequence[int],
-                     max_size: int = 0) -> None: ...
+                     max_size: int = 0, weights: Sequence[int] | None = None) -> None: ...
     def modify_group(self, profile: str, group_id: int, members: Sequence[int],
-                     max_size: int = 0) -> None: ...
+                     max_size: int = 0, weights: Sequence[int] | None = None) -> None: ...
     def delete_group(self, profile: str, group_id: int) -> None: ...
     def read_groups(self, profile: str) -> dict[int, tuple[list[int], int]]: ...  # members, max_size
+    def read_group_weights(self, profile: str) -> dict[int, dict[int, int]]: ...  # member -> weight
 
     # direct counters and meters, addressed by the entry's key
     def read_direct_counter(self, entry: TableEntry) -> tuple[int, int]: ...  # (bytes, packets)

@@ -90,6 +90,16 @@ class RequestError(Exception):
         self.message = message
 
 
+_HIDDEN = 1 << 32  # first id of the members and groups one-shot table entries create
+
+
+def _watch_of(m) -> tuple[str, int | bytes] | None:
+    """A group member's (or one-shot action's) watch port as written: ("watch", int) or
+    ("watch_port", bytes); None when unset."""
+    kind = m.WhichOneof("watch_kind")
+    return None if kind is None else (kind, getattr(m, kind))
+
+
 def _invalid(msg: str) -> RequestError:
     return RequestError(grpc.StatusCode.INVALID_ARGUMENT, msg)
 
@@ -427,6 +437,14 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         self._digest_configs: dict[int, p4runtime_pb2.DigestEntry.Config] = {}
         self._meter_configs: dict[tuple[str, int], p4runtime_pb2.MeterConfig] = {}
         self._entry_extra: dict[tuple, tuple[bytes, bytes]] = {}  # key -> (controller_metadata, metadata)
+        # action selector groups: watch ports as written (PI keeps and reads them back), and the
+        # groups one-shot entries made (hidden group and member ids >= _HIDDEN, which a uint32
+        # P4Runtime id cannot reach): gid -> (profile, [(action, args, weight, watch)]), and
+        # entry key -> gid
+        self._watch: dict[tuple[str, int], dict[int, tuple[str, int | bytes]]] = {}
+        self._oneshot: dict[int, tuple[str, list[tuple[str, dict[str, int], int, tuple | None]]]] = {}
+        self._oneshot_entries: dict[tuple, int] = {}
+        self._hidden_next = _HIDDEN
         self._server: grpc.Server | None = None
         if switch is not None:
             info = p4info if p4info is not None else build_p4info(switch.info)
@@ -706,7 +724,13 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
             self._entry_extra.clear()
             self._meter_configs.clear()
             self._digest_configs.clear()
+            self._clear_selector_state()
         self._pipeline = pipeline
+
+    def _clear_selector_state(self) -> None:
+        self._watch.clear()
+        self._oneshot.clear()
+        self._oneshot_entries.clear()
 
     def _verify(self, config: p4runtime_pb2.ForwardingPipelineConfig) -> tuple[_Pipeline, bool]:
         """Build (but do not install) the pipeline of `config`; True when it is the current one."""
@@ -761,9 +785,13 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
                             self._reset_state(pipeline.switch)
                         self._activate(pipeline)
                     elif action == Req.RECONCILE_AND_COMMIT:
+                        kept = None
                         if not same_switch and self._pipeline is not None:
                             self._migrate_state(self._pipeline.switch, pipeline.switch)
+                            kept = self._kept_selector_state(pipeline.switch)
                         self._activate(pipeline)
+                        if kept is not None:
+                            self._watch, self._oneshot, self._oneshot_entries = kept
                 else:
                     raise _invalid(f"unsupported SetForwardingPipelineConfig action {action}")
         except Exception as e:
@@ -814,6 +842,15 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
             sw.value_set_write(v.name, [])
         self._entry_extra.clear()
         self._meter_configs.clear()
+        self._clear_selector_state()
+
+    def _kept_selector_state(self, new: SwitchAPI) -> tuple[dict, dict, dict]:
+        """Watch ports and one-shot records of the groups _migrate_state carried over."""
+        groups = {(ap.name, gid) for ap in new.info.action_profiles for gid in new.read_groups(ap.name)}
+        watch = {k: v for k, v in self._watch.items() if k in groups}
+        oneshot = {gid: v for gid, v in self._oneshot.items() if (v[0], gid) in groups}
+        entries = {k: gid for k, gid in self._oneshot_entries.items() if gid in oneshot}
+        return watch, oneshot, entries
 
     def _migrate_state(self, old: SwitchAPI, new: SwitchAPI) -> None:
         """RECONCILE_AND_COMMIT: carry over what still fits the new program."""
@@ -827,9 +864,10 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
                     new.insert_member(ap.name, mid, action, args)
                 except SwitchError as err:
                     log.info("reconcile: dropping member %d of %s: %s", mid, ap.name, err)
+            weights = old.read_group_weights(ap.name)
             for gid, (members, max_size) in old.read_groups(ap.name).items():
                 try:
-                    new.insert_group(ap.name, gid, members, max_size)
+                    new.insert_group(ap.name, gid, members, max_size, [weights[gid][m] for m in members])
                 except SwitchError as err:
                     log.info("reconcile: dropping group %d of %s: %s", gid, ap.name, err)
         for t in old.info.tables:
@@ -1069,12 +1107,15 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         if te.HasField("counter_data") and table.direct_counter is None:
             raise _invalid(f"table {table.name!r} has no direct counter")
         action_kind = te.action.WhichOneof("type")
-        if action_kind == "action_profile_action_set":
-            raise RequestError(grpc.StatusCode.UNIMPLEMENTED, "one-shot action selector programming "
-                               "(action_profile_action_set) is not supported; write members and groups")
-        indirect = action_kind in ("action_profile_member_id", "action_profile_group_id")
+        oneshot = action_kind == "action_profile_action_set"
+        indirect = oneshot or action_kind in ("action_profile_member_id", "action_profile_group_id")
         if indirect and not table.implementation_id:
             raise _invalid(f"table {table.name!r} has no action profile: its entries take an action")
+        if indirect and not oneshot and not te.is_default_action and utype != U.DELETE:
+            self._check_selector_mode(self._index().profile(table.implementation_id)[0], "manual")
+        if oneshot and te.is_default_action:
+            raise RequestError(grpc.StatusCode.UNIMPLEMENTED,
+                               "one-shot action selector programming of a default entry")
         ref = {}
         if action_kind == "action_profile_member_id":
             ref = {"member": te.action.action_profile_member_id}
@@ -1105,18 +1146,32 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         if utype == U.DELETE:
             sw.delete_entry(api.TableEntry(table.name, match, "", {}, te.priority))
             self._entry_extra.pop(key, None)
+            if key in self._oneshot_entries:  # PI deletes the group, then its members
+                self._drop_oneshot(self._oneshot_entries.pop(key))
             return
         if action_kind is None:
             raise _invalid("a table entry needs an action")
+        if oneshot:
+            ref = {"group": self._oneshot_group(table, te.action.action_profile_action_set)}
         if ref:
             entry = api.TableEntry(table.name, match, "", {}, te.priority, **ref)
         else:
             name, args = self._parse_action(table, te.action.action, default=False)
             entry = api.TableEntry(table.name, match, name, args, te.priority)
-        if utype == U.INSERT:
-            sw.insert_entry(entry)
-        else:
-            sw.modify_entry(entry)
+        try:
+            if utype == U.INSERT:
+                sw.insert_entry(entry)
+            else:
+                sw.modify_entry(entry)
+        except Exception:
+            if oneshot:  # PI's cleanup of what the failed update created
+                self._drop_oneshot(ref["group"])
+            raise
+        old = self._oneshot_entries.pop(key, None)
+        if old is not None:  # MODIFY: the entry's previous one-shot group goes
+            self._drop_oneshot(old)
+        if oneshot:
+            self._oneshot_entries[key] = ref["group"]
         if te.controller_metadata or te.metadata:
             self._entry_extra[key] = (te.controller_metadata, te.metadata)
         elif utype == U.INSERT:
@@ -1132,6 +1187,7 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         U = p4runtime_pb2.Update
         sw = self._pipeline.switch
         name, table_ids, _ = self._index().profile(m.action_profile_id)
+        self._check_selector_mode(name, "manual")
         if utype == U.DELETE:
             sw.delete_member(name, m.member_id)
             return
@@ -1146,23 +1202,90 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
             sw.modify_member(name, m.member_id, action, args)
 
     def _write_group(self, utype: int, g) -> None:
-        """ActionProfileGroup: a set of members of a selector; weights other than 1 (0 is taken
-        as 1, as clients that leave it unset mean) are refused, as bmv2 keeps a set of members."""
+        """ActionProfileGroup: members of a selector with weights, as PI programs them: a
+        weight < 1 is INVALID_ARGUMENT, a member of weight w is w bmv2 members (the switch makes
+        the copies), the sum of the weights is bounded by max_size (else max_group_size). Watch
+        ports are kept and read back but not enforced (see softswitch/README.md)."""
         U = p4runtime_pb2.Update
         sw = self._pipeline.switch
         name, _, _ = self._index().profile(g.action_profile_id)
+        self._check_selector_mode(name, "manual")
         if utype == U.DELETE:
             sw.delete_group(name, g.group_id)
+            self._watch.pop((name, g.group_id), None)
             return
         for m in g.members:
-            if m.weight not in (0, 1):
-                raise RequestError(grpc.StatusCode.UNIMPLEMENTED,
-                                   f"group {g.group_id} of {name!r}: member weight {m.weight} (only 1)")
+            if m.weight <= 0:
+                raise _invalid(f"group {g.group_id} of {name!r}: member {m.member_id} weight {m.weight}: "
+                               "member weight must be a positive integer value")
+        if g.max_size < 0:
+            raise _invalid(f"group {g.group_id} of {name!r}: max_size cannot be less than 0")
         members = [m.member_id for m in g.members]
+        weights = [m.weight for m in g.members]
         if utype == U.INSERT:
-            sw.insert_group(name, g.group_id, members, g.max_size)
+            sw.insert_group(name, g.group_id, members, g.max_size, weights)
         else:
-            sw.modify_group(name, g.group_id, members, g.max_size)
+            sw.modify_group(name, g.group_id, members, g.max_size, weights)
+        watch = {m.member_id: w for m in g.members if (w := _watch_of(m)) is not None}
+        if watch:
+            self._watch[(name, g.group_id)] = watch
+        else:
+            self._watch.pop((name, g.group_id), None)
+
+    def _check_selector_mode(self, profile: str, mode: str) -> None:
+        """PI refuses to mix one-shot entries with members and groups in one profile until it is
+        empty again (ActionProfMgr::check_selector_usage)."""
+        sw = self._pipeline.switch
+        ids = [*sw.read_members(profile), *sw.read_groups(profile)]
+        if ids and (mode == "oneshot") != any(i >= _HIDDEN for i in ids):
+            raise _invalid(f"action profile {profile!r}: invalid attempt to mix action selector "
+                           "programming modes (one-shot entries and members/groups)")
+
+    def _oneshot_group(self, table: _TableMeta, aset) -> int:
+        """A one-shot ActionProfileActionSet as PI's ActionProfAccessOneshot makes it: a member per
+        action and unit of weight, in order, then a group of them; the group's id."""
+        index = self._index()
+        name, _, selector = index.profile(table.implementation_id)
+        if not selector:
+            raise _invalid(f"table {table.name!r}: one-shot programming needs an action selector")
+        if not aset.action_profile_actions:
+            raise RequestError(grpc.StatusCode.UNIMPLEMENTED, "No support for empty action profile groups")
+        acts = []
+        for a in aset.action_profile_actions:
+            action, args = self._parse_action(table, a.action, default=False)
+            acts.append((action, args, a.weight, _watch_of(a)))
+        if any(w <= 0 for _, _, w, _ in acts):
+            raise _invalid("member weight must be a positive integer value")
+        limit = next(ap.max_group_size for ap in index.p4info.action_profiles
+                     if ap.preamble.id == table.implementation_id)
+        if limit and sum(w for _, _, w, _ in acts) > limit:
+            raise RequestError(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                               f"sum of weights exceeds the max_group_size {limit} of {name!r}")
+        self._check_selector_mode(name, "oneshot")
+        sw = self._pipeline.switch
+        mids: list[int] = []
+        try:
+            for action, args, w, _ in acts:
+                for _ in range(w):
+                    mid, self._hidden_next = self._hidden_next, self._hidden_next + 1
+                    sw.insert_member(name, mid, action, args)
+                    mids.append(mid)
+            gid, self._hidden_next = self._hidden_next, self._hidden_next + 1
+            sw.insert_group(name, gid, mids, 0)
+        except Exception:
+            for mid in mids:
+                sw.delete_member(name, mid)
+            raise
+        self._oneshot[gid] = (name, acts)
+        return gid
+
+    def _drop_oneshot(self, gid: int) -> None:
+        sw = self._pipeline.switch
+        name, _ = self._oneshot.pop(gid)
+        members, _ = sw.read_groups(name)[gid]
+        sw.delete_group(name, gid)
+        for mid in members:
+            sw.delete_member(name, mid)
 
     def _read_members(self, req) -> Iterator[p4runtime_pb2.Entity]:
         sw = self._pipeline.switch
@@ -1171,7 +1294,7 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         for pid in ids:
             name, _, _ = index.profile(pid)
             for mid, (action, args) in sorted(sw.read_members(name).items()):
-                if req.member_id and mid != req.member_id:
+                if (req.member_id and mid != req.member_id) or mid >= _HIDDEN:
                     continue
                 out = p4runtime_pb2.Entity()
                 out.action_profile_member.action_profile_id = pid
@@ -1187,14 +1310,18 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
             name, _, selector = index.profile(pid)
             if not selector:
                 continue
+            weights = sw.read_group_weights(name)
             for gid, (members, max_size) in sorted(sw.read_groups(name).items()):
-                if req.group_id and gid != req.group_id:
+                if (req.group_id and gid != req.group_id) or gid >= _HIDDEN:
                     continue
                 out = p4runtime_pb2.Entity()
                 g = out.action_profile_group
                 g.action_profile_id, g.group_id, g.max_size = pid, gid, max_size
+                watch = self._watch.get((name, gid), {})
                 for mid in members:
-                    g.members.add(member_id=mid, weight=1)
+                    m = g.members.add(member_id=mid, weight=weights[gid][mid])
+                    if mid in watch:
+                        setattr(m, *watch[mid])
                 yield out
 
     def _write_pre(self, utype: int, pre) -> None:
@@ -1433,6 +1560,12 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         self._matches_to_proto(table.fields_by_name, e.match, out.match)
         if e.member is not None:
             out.action.action_profile_member_id = e.member
+        elif e.group is not None and e.group in self._oneshot:
+            for action, args, weight, watch in self._oneshot[e.group][1]:
+                a = out.action.action_profile_action_set.action_profile_actions.add(weight=weight)
+                self._action_to_proto(action, args, a.action)
+                if watch is not None:
+                    setattr(a, *watch)
         elif e.group is not None:
             out.action.action_profile_group_id = e.group
         else:

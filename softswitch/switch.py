@@ -186,13 +186,15 @@ class Switch:
         with self.lock:
             return self._profile(profile).read_members()
 
-    def insert_group(self, profile: str, group_id: int, members: Sequence[int], max_size: int = 0) -> None:
+    def insert_group(self, profile: str, group_id: int, members: Sequence[int], max_size: int = 0,
+                     weights: Sequence[int] | None = None) -> None:
         with self.lock:
-            self._profile(profile).insert_group(group_id, members, max_size)
+            self._profile(profile).insert_group(group_id, members, max_size, weights)
 
-    def modify_group(self, profile: str, group_id: int, members: Sequence[int], max_size: int = 0) -> None:
+    def modify_group(self, profile: str, group_id: int, members: Sequence[int], max_size: int = 0,
+                     weights: Sequence[int] | None = None) -> None:
         with self.lock:
-            self._apply_changes(self._profile(profile).modify_group(group_id, members, max_size))
+            self._apply_changes(self._profile(profile).modify_group(group_id, members, max_size, weights))
 
     def delete_group(self, profile: str, group_id: int) -> None:
         with self.lock:
@@ -201,6 +203,10 @@ class Switch:
     def read_groups(self, profile: str) -> dict[int, tuple[list[int], int]]:
         with self.lock:
             return self._profile(profile).read_groups()
+
+    def read_group_weights(self, profile: str) -> dict[int, dict[int, int]]:
+        with self.lock:
+            return self._profile(profile).read_group_weights()
 
     def set_default_reference(self, table: str, member: int | None = None, group: int | None = None) -> None:
         with self.lock:

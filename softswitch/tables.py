@@ -418,11 +418,14 @@ class Member:
     action: str
     args: dict[str, int]
     handle: int  # bmv2's member handle: the lowest free one when created; orders group members
+    # handles of the copies a group weight w > 1 needs (w - 1 of them, the largest weight of any
+    # group): PI adds a member of weight w to a group as w bmv2 members with the same action
+    copies: list[int] = field(default_factory=list)
 
 
 @dataclass
 class Group:
-    members: set[int]
+    members: dict[int, int]  # member id -> weight (>= 1)
     max_size: int = 0
 
 
@@ -436,7 +439,14 @@ class ActionProfile:
 
     A group resolves to (GROUP_ACTION, ((action, arguments), ...)) with its members ordered by
     member handle, as bmv2's group (a set of handles) keeps them; the generated code picks
-    member hash % n (bmv2's ActionProfile::GroupMgr::get_from_hash)."""
+    member hash % n (bmv2's ActionProfile::GroupMgr::get_from_hash).
+
+    Weights are PI's (p4lang/PI proto/frontend action_prof_mgr.cpp, ActionProfAccessManual):
+    a member of weight w in a group is w bmv2 members, the member's own handle and w - 1 copies
+    with the same action, so hash % (sum of weights) picks among the handles in handle order.
+    Copies are created when a group needs them (lowest free handle, in member id order, before
+    the group changes) and shared by the member's groups; those no group needs any more are
+    deleted after the change. They count against the profile's size like members."""
 
     def __init__(self, info: ActionProfileInfo, tables: list[Table]):
         self.info = info
@@ -468,7 +478,41 @@ class ActionProfile:
         return GROUP_ACTION, tuple(self.resolve(table, ("member", mid)) for mid in self.ordered(g))
 
     def ordered(self, g: Group) -> list[int]:
-        return sorted(g.members, key=lambda mid: self.members[mid].handle)
+        """The group's bmv2 members (a member id once per unit of weight) in handle order."""
+        hs = []
+        for mid, w in g.members.items():
+            m = self.members[mid]
+            hs += [(h, mid) for h in [m.handle, *m.copies][:w]]
+        return [mid for _, mid in sorted(hs)]
+
+    def _used_handles(self) -> set[int]:
+        return {h for m in self.members.values() for h in (m.handle, *m.copies)}
+
+    def _new_handle(self) -> int:
+        used = self._used_handles()
+        if len(used) >= self.info.size:
+            raise ResourceExhausted(f"action profile {self.name} is full ({self.info.size} members, "
+                                    "copies for weights included)")
+        return next(h for h in range(len(used) + 1) if h not in used)
+
+    def _grow(self, new: Mapping[int, int], old: Mapping[int, int]) -> None:
+        """Create the copies `new`'s weights need; on failure none of them is left."""
+        try:
+            for mid in sorted({*new, *old}):
+                m = self.members[mid]
+                while 1 + len(m.copies) < new.get(mid, 0):
+                    m.copies.append(self._new_handle())
+        except ResourceExhausted:
+            self._purge(new)
+            raise
+
+    def _purge(self, mids) -> None:
+        """Delete the copies of these members that no group needs any more."""
+        for mid in sorted(mids):
+            m = self.members.get(mid)
+            if m is not None:
+                need = max([1, *(g.members.get(mid, 0) for g in self.groups.values())])
+                del m.copies[need - 1:]
 
     def changed(self, ref: tuple[str, int]) -> list[tuple[Table, list[Entry], bool]]:
         out = []
@@ -493,11 +537,7 @@ class ActionProfile:
         self._check_member(member_id, action, args)
         if member_id in self.members:
             raise AlreadyExists(f"action profile {self.name} already has member {member_id}")
-        if len(self.members) >= self.info.size:
-            raise ResourceExhausted(f"action profile {self.name} is full ({self.info.size} members)")
-        used = {m.handle for m in self.members.values()}
-        handle = next(h for h in range(len(used) + 1) if h not in used)
-        self.members[member_id] = Member(action, dict(args), handle)
+        self.members[member_id] = Member(action, dict(args), self._new_handle())
 
     def modify_member(self, member_id: int, action: str, args: dict[str, int]) -> list:
         self._check_member(member_id, action, args)
@@ -524,7 +564,8 @@ class ActionProfile:
         return {mid: (m.action, dict(m.args)) for mid, m in self.members.items()}
 
     # ------------------------------------------------------------------ groups
-    def _group_members(self, group_id: int, members: Sequence[int], max_size: int) -> set[int]:
+    def _group_members(self, group_id: int, members: Sequence[int], max_size: int,
+                       weights: Sequence[int] | None) -> dict[int, int]:
         if not self.info.with_selector:
             raise SwitchError(f"action profile {self.name} has no selector: it has no groups")
         if isinstance(group_id, bool) or not isinstance(group_id, int) or group_id < 0:
@@ -536,42 +577,55 @@ class ActionProfile:
             raise ResourceExhausted(f"group {group_id}: max_size {max_size} is over the max_group_size "
                                     f"{limit} of action profile {self.name}")
         ids = list(members)
-        if len(set(ids)) != len(ids):
-            raise SwitchError(f"group {group_id} of action profile {self.name} lists a member twice")
+        ws = [1] * len(ids) if weights is None else list(weights)
+        if len(ws) != len(ids):
+            raise SwitchError(f"group {group_id}: {len(ws)} weights for {len(ids)} members")
+        for w in ws:  # as PI checks them, before the group's size
+            if isinstance(w, bool) or not isinstance(w, int) or w < 1:
+                raise SwitchError(f"group {group_id} of action profile {self.name}: member weight {w!r} "
+                                  "is not a positive integer")
+        cap = max_size or limit  # the sum of the weights is what a group's size bounds (PI)
+        if cap and sum(ws) > cap:
+            raise ResourceExhausted(f"group {group_id} of action profile {self.name} holds at most "
+                                    f"{cap} members (sum of weights); {sum(ws)} given")
         for mid in ids:
             if mid not in self.members:
                 raise NotFound(f"action profile {self.name} has no member {mid} (group {group_id})")
-        for cap in (max_size, limit):
-            if cap and len(ids) > cap:
-                raise ResourceExhausted(f"group {group_id} of action profile {self.name} holds at most "
-                                        f"{cap} members; {len(ids)} given")
-        return set(ids)
+        if len(set(ids)) != len(ids):
+            raise SwitchError(f"group {group_id} of action profile {self.name} lists a member twice "
+                              "(use weights instead)")
+        return dict(zip(ids, ws, strict=True))
 
-    def insert_group(self, group_id: int, members: Sequence[int], max_size: int = 0) -> None:
-        ms = self._group_members(group_id, members, max_size)
+    def insert_group(self, group_id: int, members: Sequence[int], max_size: int = 0,
+                     weights: Sequence[int] | None = None) -> None:
+        ms = self._group_members(group_id, members, max_size, weights)
         if group_id in self.groups:
             raise AlreadyExists(f"action profile {self.name} already has group {group_id}")
         if len(self.groups) >= self.info.size:
             raise ResourceExhausted(f"action profile {self.name} is full ({self.info.size} groups)")
+        self._grow(ms, {})
         self.groups[group_id] = Group(ms, max_size)
         for mid in ms:
             self.count_ref(("member", mid), 1)
 
-    def modify_group(self, group_id: int, members: Sequence[int], max_size: int = 0) -> list:
+    def modify_group(self, group_id: int, members: Sequence[int], max_size: int = 0,
+                     weights: Sequence[int] | None = None) -> list:
         g = self.groups.get(group_id) if self.info.with_selector else None
         if g is None and self.info.with_selector:
             raise NotFound(f"action profile {self.name} has no group {group_id}")
         if g is not None and g.max_size and max_size and max_size != g.max_size:
             raise SwitchError(f"group {group_id}: max_size cannot change ({g.max_size} to {max_size})")
         max_size = max_size or (g.max_size if g is not None else 0)  # 0: the group's own
-        ms = self._group_members(group_id, members, max_size)
+        ms = self._group_members(group_id, members, max_size, weights)
         assert g is not None
+        self._grow(ms, g.members)
         for mid in g.members:
             self.count_ref(("member", mid), -1)
         for mid in ms:
             self.count_ref(("member", mid), 1)
-        g.members = ms
+        old, g.members = g.members, ms
         g.max_size = max_size
+        self._purge({*old, *ms})
         return self.changed(("group", group_id))
 
     def delete_group(self, group_id: int) -> None:
@@ -585,9 +639,15 @@ class ActionProfile:
             self.count_ref(("member", mid), -1)
         del self.groups[group_id]
         self.refs.pop(("group", group_id), None)
+        self._purge(g.members)
 
     def read_groups(self) -> dict[int, tuple[list[int], int]]:
-        return {gid: (self.ordered(g), g.max_size) for gid, g in self.groups.items()}
+        """Each group's member ids (once each, in the order of their own handles), max_size."""
+        return {gid: (sorted(g.members, key=lambda mid: self.members[mid].handle), g.max_size)
+                for gid, g in self.groups.items()}
+
+    def read_group_weights(self) -> dict[int, dict[int, int]]:
+        return {gid: dict(g.members) for gid, g in self.groups.items()}
 
 
 # ---------------------------------------------------------------------------- externs

@@ -326,8 +326,9 @@ def test_p4runtime_members_groups_and_entries(p4rt) -> None:
     with server.lock:
         assert run(server.switch, frame(1, 1, 5, 6)) == (2, 22, 1)
     # errors: in use, unknown ids, a group on an action profile, a direct action in an indirect table
-    assert error(U.DELETE, member(2, 0, 0)) == code_pb2.FAILED_PRECONDITION
-    assert error(U.DELETE, group(7, [])) == code_pb2.FAILED_PRECONDITION
+    # in use: bmv2 refuses (MBR_STILL_USED / GRP_STILL_USED), PI answers UNKNOWN for any target error
+    assert error(U.DELETE, member(2, 0, 0)) == code_pb2.UNKNOWN
+    assert error(U.DELETE, group(7, [])) == code_pb2.UNKNOWN
     assert error(U.INSERT, member(1, 0, 0)) == code_pb2.ALREADY_EXISTS
     assert error(U.MODIFY, member(9, 0, 0)) == code_pb2.NOT_FOUND
     assert error(U.INSERT, entry(2, group_id=99)) == code_pb2.NOT_FOUND
@@ -338,9 +339,11 @@ def test_p4runtime_members_groups_and_entries(p4rt) -> None:
     direct = entry(3)
     direct.table_entry.action.action.action_id = ids["MyIngress.miss"]
     assert error(U.INSERT, direct) == code_pb2.INVALID_ARGUMENT
-    weighted = group(9, [1])
-    weighted.action_profile_group.members[0].weight = 3
-    assert error(U.INSERT, weighted) == code_pb2.UNIMPLEMENTED
+    for w in (0, -1):  # PI: "Member weight must be a positive integer value"
+        weighted = group(9, [1])
+        weighted.action_profile_group.members[0].weight = w
+        assert error(U.INSERT, weighted) == code_pb2.INVALID_ARGUMENT
+    assert error(U.INSERT, group(9, [1, 1])) == code_pb2.INVALID_ARGUMENT  # twice: use weights
     # members of the action profile, its table's entries and its default member
     write(U.INSERT, member(4, 44, 4, profile=AP))
     write(U.INSERT, entry(1, member_id=4, table=T_AP))
@@ -360,3 +363,58 @@ def test_p4runtime_members_groups_and_entries(p4rt) -> None:
     write(U.DELETE, member(2, 0, 0))
     with server.lock:
         assert run(server.switch, frame(1, 1, 5, 6)) == (3, 0xEE, 0)
+
+
+# --- weights, one-shot entries, watch ports, pipeline reloads ---------------------------------
+
+
+def test_group_weights_are_member_copies(sw) -> None:
+    """PI (action_prof_mgr.cpp, ActionProfAccessManual) programs a member of weight w as w bmv2
+    members: its own handle and w - 1 copies, made (lowest free handle, member id order) before
+    the group changes and deleted once no group needs them; the hash picks among all handles in
+    handle order, so hash % (sum of weights)."""
+    for mid in (1, 2, 3):  # handles 0, 1, 2
+        sw.insert_member(SEL, mid, SET, {"v": mid, "port": 1})
+    # member 1 weight 2 -> copy handle 3; member 3 weight 3 -> copies 4, 5
+    sw.insert_group(SEL, 1, [3, 1], weights=[3, 2])
+    assert sw.read_groups(SEL) == {1: ([1, 3], 0)}
+    assert sw.read_group_weights(SEL) == {1: {3: 3, 1: 2}}
+    sw.insert_entry(api.TableEntry(T_SEL, {"hdr.d.k": api.Exact(1)}, "", group=1))
+    order = [1, 3, 1, 3, 3]  # handles 0 (1), 2 (3), 3 (1), 4 (3), 5 (3)
+    picks = [expected_member(order, f1, f2) for f1, f2 in FLOWS]
+    assert picks.count(3) > picks.count(1) > 0
+    for (f1, f2), want in zip(FLOWS, picks, strict=True):
+        assert run(sw, frame(1, 1, f1, f2)) == (1, want, 1), (f1, f2)
+    # new weights: member 2 weight 2 takes handle 6 (0-5 in use while the copies are made),
+    # then the copies of 1 (handle 3) and 3 (4, 5) are deleted
+    sw.modify_group(SEL, 1, [1, 2], weights=[1, 2])
+    for f1, f2 in FLOWS:
+        assert run(sw, frame(1, 1, f1, f2))[1] == expected_member([1, 2, 2], f1, f2)
+    # member 4 takes the lowest free handle, 3 (member 2 keeps its copy, handle 6)
+    sw.insert_member(SEL, 4, SET, {"v": 4, "port": 2})
+    sw.insert_group(SEL, 2, [4, 3])
+    sw.insert_entry(api.TableEntry(T_SEL, {"hdr.d.k": api.Exact(2)}, "", group=2))
+    for f1, f2 in FLOWS:  # handles 2 (3), 3 (4)
+        assert run(sw, frame(1, 2, f1, f2))[1] == expected_member([3, 4], f1, f2)
+    # copies count against the profile's size (16 handles; 0-3 and 6 in use, 11 free)
+    with pytest.raises(api.ResourceExhausted):
+        sw.modify_group(SEL, 2, [4, 3], weights=[6, 8])  # 5 + 7 copies
+    assert sw.read_group_weights(SEL)[2] == {4: 1, 3: 1}  # unchanged, its copies gone again
+    # 5 + 5 copies, made for member 3 first (handles 4 5 7 8 9), then for member 4 (10-14)
+    sw.modify_group(SEL, 2, [4, 3], weights=[6, 6])
+    order = [3, 4, 3, 3, 3, 3, 3, 4, 4, 4, 4, 4]  # handles 2, 3, 4, 5, 7, 8, 9, 10 .. 14
+    for f1, f2 in FLOWS:
+        assert run(sw, frame(1, 2, f1, f2))[1] == expected_member(order, f1, f2)
+    sw.insert_member(SEL, 5, SET, {"v": 5, "port": 1})  # handle 15, the last one
+    with pytest.raises(api.ResourceExhausted):
+        sw.insert_member(SEL, 6, SET, {"v": 6, "port": 1})
+    for bad in ([0, 1], [-1, 1], [1]):
+        with pytest.raises(api.SwitchError):
+            sw.modify_group(SEL, 2, [4, 3], weights=bad)
+    # deleting the group deletes its copies: a member fits again
+    sw.delete_entry(api.TableEntry(T_SEL, {"hdr.d.k": api.Exact(2)}, ""))
+    sw.delete_group(SEL, 2)
+    sw.insert_member(SEL, 6, SET, {"v": 6, "port": 1})
+    sw.insert_group(SEL, 3, [4, 3], weights=[5, 5])
+    with pytest.raises(api.InUse):  # a member in a group, copies or not
+        sw.delete_member(SEL, 4)
