@@ -418,3 +418,195 @@ def test_group_weights_are_member_copies(sw) -> None:
     sw.insert_group(SEL, 3, [4, 3], weights=[5, 5])
     with pytest.raises(api.InUse):  # a member in a group, copies or not
         sw.delete_member(SEL, 4)
+
+
+class _P4rt:
+    """Small P4Runtime helpers over the `p4rt` fixture."""
+
+    def __init__(self, p4rt) -> None:
+        self.server, self.client, self.p4info = p4rt
+        self.ids = {x.preamble.name: x.preamble.id
+                    for x in [*self.p4info.tables, *self.p4info.actions, *self.p4info.action_profiles]}
+
+    def action(self, out: p4runtime_pb2.Action, v: int, port: int) -> None:
+        out.action_id = self.ids[SET]
+        out.params.add(param_id=1, value=bytes([v]))
+        out.params.add(param_id=2, value=port.to_bytes(2, "big"))
+
+    def member(self, mid: int, v: int, port: int = 1) -> p4runtime_pb2.Entity:
+        ent = p4runtime_pb2.Entity()
+        ent.action_profile_member.action_profile_id = self.ids[SEL]
+        ent.action_profile_member.member_id = mid
+        self.action(ent.action_profile_member.action, v, port)
+        return ent
+
+    def group(self, gid: int, members: list[tuple[int, int]]) -> p4runtime_pb2.Entity:
+        ent = p4runtime_pb2.Entity()
+        g = ent.action_profile_group
+        g.action_profile_id, g.group_id = self.ids[SEL], gid
+        for mid, w in members:
+            g.members.add(member_id=mid, weight=w)
+        return ent
+
+    def entry(self, k: int, group_id: int | None = None,
+              action_set: list[tuple[int, int]] | None = None) -> p4runtime_pb2.Entity:
+        ent = p4runtime_pb2.Entity()
+        te = ent.table_entry
+        te.table_id = self.ids[T_SEL]
+        te.match.add(field_id=1).exact.value = bytes([k])
+        if group_id is not None:
+            te.action.action_profile_group_id = group_id
+        if action_set is not None:
+            te.action.action_profile_action_set.SetInParent()  # an empty set too
+        for v, w in action_set or []:
+            a = te.action.action_profile_action_set.action_profile_actions.add(weight=w)
+            self.action(a.action, v, 1)
+        return ent
+
+    def write(self, utype: int, *ents: p4runtime_pb2.Entity) -> None:
+        self.client.write([p4runtime_pb2.Update(type=utype, entity=e) for e in ents], "write")
+
+    def error(self, utype: int, ent: p4runtime_pb2.Entity) -> int:
+        req = p4runtime_pb2.WriteRequest(device_id=1, election_id=self.client.election_id)
+        req.updates.add(type=utype, entity=ent)
+        with pytest.raises(grpc.RpcError) as ei:
+            self.client.stub.Write(req)
+        return _code(ei.value)
+
+    def read(self, **kw) -> list[p4runtime_pb2.Entity]:
+        return list(self.client.read([p4runtime_pb2.Entity(**kw)], "read"))
+
+    def groups(self) -> list[tuple[int, list[tuple[int, int]]]]:
+        req = p4runtime_pb2.ActionProfileGroup(action_profile_id=self.ids[SEL])
+        return [(e.action_profile_group.group_id,
+                 [(m.member_id, m.weight) for m in e.action_profile_group.members])
+                for e in self.read(action_profile_group=req)]
+
+    def members(self) -> list[int]:
+        req = p4runtime_pb2.ActionProfileMember(action_profile_id=self.ids[SEL])
+        return [e.action_profile_member.member_id for e in self.read(action_profile_member=req)]
+
+    def entries(self) -> list[p4runtime_pb2.TableEntry]:
+        req = p4runtime_pb2.TableEntry(table_id=self.ids[T_SEL])
+        return [e.table_entry for e in self.read(table_entry=req)]
+
+    def run(self, k: int, f1: int, f2: int) -> tuple[int, int, int]:
+        with self.server.lock:
+            return run(self.server.switch, frame(1, k, f1, f2))
+
+    def set_pipeline(self, action: int, device_config: bytes) -> None:
+        req = p4runtime_pb2.SetForwardingPipelineConfigRequest(
+            device_id=1, election_id=self.client.election_id, action=action)
+        req.config.p4info.CopyFrom(self.p4info)
+        req.config.p4_device_config = device_config
+        self.client.stub.SetForwardingPipelineConfig(req)
+
+
+def test_p4runtime_weights_and_watch_ports(p4rt) -> None:
+    """Weights through P4Runtime pick as the member copies PI makes; watch / watch_port are kept
+    and read back (PI does), not enforced."""
+    t = _P4rt(p4rt)
+    U = p4runtime_pb2.Update
+    t.write(U.INSERT, t.member(1, 11), t.member(2, 22))
+    g = t.group(5, [(2, 3), (1, 1)])
+    g.action_profile_group.members[0].watch_port = b"\x07"
+    g.action_profile_group.members[1].watch = 4
+    t.write(U.INSERT, g)
+    t.write(U.INSERT, t.entry(1, group_id=5))
+    order = [1, 2, 2, 2]  # handles 0 (1), 1 (2), copies of 2 at 2 and 3
+    for f1, f2 in FLOWS:
+        assert t.run(1, f1, f2)[1] == 11 * expected_member(order, f1, f2)
+    read = t.read(action_profile_group=p4runtime_pb2.ActionProfileGroup(action_profile_id=t.ids[SEL]))
+    ms = {m.member_id: m for m in read[0].action_profile_group.members}
+    assert (ms[2].weight, ms[2].watch_port, ms[1].weight, ms[1].watch) == (3, b"\x07", 1, 4)
+    # the sum of the weights is bounded by max_size (else the P4Info's max_group_size)
+    big = t.group(6, [(1, 2)])
+    big.action_profile_group.max_size = 1
+    assert t.error(U.INSERT, big) == code_pb2.RESOURCE_EXHAUSTED
+    t.write(U.MODIFY, t.group(5, [(1, 2)]))
+    assert t.groups() == [(5, [(1, 2)])]
+    for f1, f2 in FLOWS:
+        assert t.run(1, f1, f2)[1] == 11
+
+
+def test_p4runtime_one_shot_entries(p4rt) -> None:
+    """action_profile_action_set as PI's ActionProfAccessOneshot does it: hidden members (one per
+    action and unit of weight, in order) and a group, gone with the entry."""
+    t = _P4rt(p4rt)
+    U = p4runtime_pb2.Update
+    t.write(U.INSERT, t.entry(1, action_set=[(0x21, 1), (0x42, 2)]))
+    order = [0x21, 0x42, 0x42]  # members made in order: handles 0, 1, 2
+    for f1, f2 in FLOWS:
+        assert t.run(1, f1, f2) == (1, expected_member(order, f1, f2), 1)
+    assert t.members() == [] and t.groups() == []  # hidden from member and group reads
+    (te,) = t.entries()
+    acts = te.action.action_profile_action_set.action_profile_actions
+    assert [(a.action.params[0].value, a.weight) for a in acts] == [(b"\x21", 1), (b"\x42", 2)]
+    # mixing with members and groups is refused both ways while either is in use
+    assert t.error(U.INSERT, t.member(1, 1)) == code_pb2.INVALID_ARGUMENT
+    assert t.error(U.INSERT, t.entry(3, action_set=[])) == code_pb2.UNIMPLEMENTED
+    assert t.error(U.INSERT, t.entry(3, action_set=[(1, 0)])) == code_pb2.INVALID_ARGUMENT
+    assert t.error(U.INSERT, t.entry(3, action_set=[(1, 15)])) == code_pb2.RESOURCE_EXHAUSTED  # > 14
+    assert t.error(U.INSERT, t.entry(1, action_set=[(1, 1)])) == code_pb2.ALREADY_EXISTS
+    # MODIFY replaces the set (the old hidden group and members are deleted: handles reused)
+    t.write(U.MODIFY, t.entry(1, action_set=[(0x55, 1)]))
+    assert {t.run(1, f1, f2)[1] for f1, f2 in FLOWS} == {0x55}
+    with t.server.lock:
+        assert len(t.server.switch.read_members(SEL)) == 1
+    t.write(U.DELETE, t.entry(1))
+    with t.server.lock:
+        assert t.server.switch.read_members(SEL) == {} and t.server.switch.read_groups(SEL) == {}
+    t.write(U.INSERT, t.member(1, 1))  # empty again: members and groups are allowed
+    assert t.error(U.INSERT, t.entry(2, action_set=[(1, 1)])) == code_pb2.INVALID_ARGUMENT
+
+
+def test_p4runtime_pipeline_reconcile_and_reset(p4rt) -> None:
+    """RECONCILE_AND_COMMIT of a newly loaded program carries members, weighted groups, one-shot
+    entries and the entries referring to them over (_migrate_state); VERIFY_AND_COMMIT of the
+    loaded program (empty p4_device_config) resets them (_reset_state), as does SAVE + COMMIT.
+    (One profile takes members/groups or one-shot entries, not both at once, as in PI.)"""
+    t = _P4rt(p4rt)
+    U = p4runtime_pb2.Update
+    Req = p4runtime_pb2.SetForwardingPipelineConfigRequest
+    t.write(U.INSERT, t.member(1, 11), t.member(2, 22))
+    t.write(U.INSERT, t.group(5, [(1, 1), (2, 2)]))
+    t.write(U.INSERT, t.entry(1, group_id=5))
+
+    def check_groups() -> None:
+        for f1, f2 in FLOWS:
+            assert t.run(1, f1, f2)[1] == 11 * expected_member([1, 2, 2], f1, f2)
+
+    check_groups()
+    old = t.server.switch
+    t.set_pipeline(Req.RECONCILE_AND_COMMIT, P4.read_bytes())
+    assert t.server.switch is not old  # a new switch, with the state carried over
+    check_groups()
+    assert t.members() == [1, 2] and t.groups() == [(5, [(1, 1), (2, 2)])]
+    assert [e.action.action_profile_group_id for e in t.entries()] == [5]
+    # VERIFY_AND_COMMIT of the loaded program: everything is gone
+    t.set_pipeline(Req.VERIFY_AND_COMMIT, b"")
+    assert t.members() == [] and t.groups() == [] and t.entries() == []
+    assert t.run(1, 3, 4) == (3, 0xEE, 0)
+    # one-shot entries (the profile is empty again), carried over by a reconcile too
+    t.write(U.INSERT, t.entry(2, action_set=[(0x33, 1), (0x44, 1)]))
+
+    def check_oneshot() -> None:
+        for f1, f2 in FLOWS:
+            assert t.run(2, f1, f2)[1] == expected_member([0x33, 0x44], f1, f2)
+
+    check_oneshot()
+    t.set_pipeline(Req.RECONCILE_AND_COMMIT, P4.read_bytes())
+    check_oneshot()
+    (te,) = t.entries()
+    acts = te.action.action_profile_action_set.action_profile_actions
+    assert [a.action.params[0].value for a in acts] == [b"\x33", b"\x44"]
+    t.write(U.MODIFY, t.entry(2, action_set=[(0x55, 1)]))  # the old hidden group still goes
+    with t.server.lock:
+        assert len(t.server.switch.read_members(SEL)) == 1
+    # VERIFY_AND_SAVE then COMMIT of the loaded program resets too
+    t.set_pipeline(Req.VERIFY_AND_SAVE, b"")
+    t.set_pipeline(Req.COMMIT, b"")
+    assert t.entries() == [] and t.run(2, 3, 4) == (3, 0xEE, 0)
+    with t.server.lock:
+        assert t.server.switch.read_members(SEL) == {} and t.server.switch.read_groups(SEL) == {}
+    t.write(U.INSERT, t.member(1, 11))  # and members are allowed again
