@@ -932,7 +932,7 @@ class CEmitter:
         self.line("    memset(&s->hdr, 0, sizeof s->hdr);", 0)
         self.parser_states(self.p.parser, _PCtx("ST_", "P_accept"), 1)
         text = "\n".join(self.lines)
-        # an explicit reject leaves parser_error NoError, as bmv2 (README: Known gaps)
+        # an explicit reject leaves parser_error NoError, as bmv2 (softswitch/README.md, "the choices made")
         for lab, code in (
             ("P_accept", ["    return 0;"]),
             ("P_reject", ["    return 0;"]),
@@ -1053,7 +1053,7 @@ class CEmitter:
                 break
         else:
             # no case matched, no default: the parse ends as on an explicit reject, parser_error
-            # NoError, as bmv2 runs p4c-bm2-ss's JSON (softswitch/README.md, Known gaps)
+            # NoError, as bmv2 runs p4c-bm2-ss's JSON (softswitch/README.md, "the choices made")
             self.line(f"goto {self.pctx.reject};", lvl + 1)
         self.line("}", lvl)
 

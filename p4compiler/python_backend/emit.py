@@ -793,7 +793,7 @@ class PyEmitter:
             first = False
         # no case matches and there is no default: as bmv2 runs p4c-bm2-ss's JSON (no default
         # transition: the parse ends, parser_error NoError), like an explicit reject; the spec's
-        # error.NoMatch is not raised (softswitch/README.md, Known gaps)
+        # error.NoMatch is not raised (softswitch/README.md, "the choices made")
         if first:
             self.line(self.goto("reject"), lvl)
         else:

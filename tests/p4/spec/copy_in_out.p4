@@ -6,7 +6,7 @@
 // parameter order. An `out` argument starts uninitialized (its headers invalid), and an `in`
 // argument is a copy taken before the callee runs. What a rejecting sub-parser leaves behind is
 // the architecture's (p4-spec#880): this switch copies its composite arguments out (what it
-// extracted stays) and not its bit<W> ones (softswitch/README.md, Known gaps).
+// extracted stays) and not its bit<W> ones (softswitch/README.md, "the choices made").
 #include <core.p4>
 #include <v1model.p4>
 
