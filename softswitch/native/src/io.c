@@ -407,7 +407,7 @@ static unsigned rx_batch(io_state *io, io_port *p)
     if (!slot_ready(h))
         return 0;
     unsigned n = 0;
-    ss__lock(io->sw);
+    ss__lock_dp(io->sw);
     do {
         rx_one(io, p, h);
         __atomic_store_n(&h->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
@@ -442,7 +442,7 @@ static uint64_t netem_next_due(io_state *io)
 static unsigned netem_service(io_state *io)
 {
     unsigned n = 0;
-    ss__lock(io->sw);
+    ss__lock_dp(io->sw);
     uint64_t now = ss_nm_now();
     for (uint32_t k = 0; k < io->n_ports && n < IO_BATCH; k++) {
         io_port *p = io->list[k];

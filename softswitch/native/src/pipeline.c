@@ -439,7 +439,7 @@ int ss_process_batch(struct ss_switch *sw, uint32_t ingress_port, const uint8_t 
     if (n && (!frames || !lens)) return ss__error(sw, SS_EINVAL, "frames and lengths are required");
     uint64_t count = 0;
     int rc = SS_OK;
-    ss__lock(sw);
+    ss__lock_dp(sw);
     if (!sw->prog) {
         rc = ss__error(sw, SS_EINVAL, "no program loaded");
     } else {

@@ -141,6 +141,7 @@ typedef struct ss_pass {
 
 struct ss_switch {
     pthread_mutex_t lock;
+    int ctl_waiting;         /* control calls waiting for the lock (__atomic; ss__lock_dp) */
     uint32_t cpu_port;
     uint64_t seed;
     uint64_t rng[4];         /* xoshiro256** */

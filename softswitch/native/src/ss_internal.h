@@ -3,7 +3,9 @@
  * generated-code ABI (that is ../include/ss_runtime.h).
  *
  * Locking: one pthread mutex per switch (ss__lock/ss__unlock).  Every control call takes it;
- * the data path holds it around ss__run_pipeline (per frame or per batch).  The packet-in and
+ * the data path holds it around ss__run_pipeline (per frame or per batch), taking it with
+ * ss__lock_dp, which first lets a waiting control call go (a mutex is not fair: a data path that
+ * relocks right after each batch kept control calls waiting for milliseconds each).  The packet-in and
  * digest queues have their own mutex + condvar and never block the pipeline (full = drop and
  * count). */
 #ifndef SS_INTERNAL_H
@@ -15,7 +17,8 @@
 /* Receives each output frame of a pipeline run (frame valid only during the call). */
 typedef void (*ss_emit_fn)(void *arg, uint32_t port, const uint8_t *frame, uint32_t len);
 
-void ss__lock(struct ss_switch *sw);      /* the pipeline/control lock */
+void ss__lock(struct ss_switch *sw);      /* the pipeline/control lock, for control calls */
+void ss__lock_dp(struct ss_switch *sw);   /* the same lock, for the data path's batches */
 void ss__unlock(struct ss_switch *sw);
 
 /* Run one frame through the whole pipeline; the lock is held by the caller.  Every output

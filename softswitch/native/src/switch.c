@@ -1,6 +1,7 @@
 /* switch.c — the switch object: creation, errors, the lock, program load, statistics, the
  * packet replication engine's groups and sessions, and the packet-in / digest queues. */
 #include <errno.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,7 +32,21 @@ int ss__error(struct ss_switch *sw, int code, const char *fmt, ...) {
 
 const char *ss_last_error(struct ss_switch *sw) { return sw ? tls_err : "no switch"; }
 
-void ss__lock(struct ss_switch *sw) { pthread_mutex_lock(&sw->lock); }
+void ss__lock(struct ss_switch *sw) {
+    __atomic_add_fetch(&sw->ctl_waiting, 1, __ATOMIC_RELAXED);
+    pthread_mutex_lock(&sw->lock);
+    __atomic_sub_fetch(&sw->ctl_waiting, 1, __ATOMIC_RELAXED);
+}
+
+/* The data path yields to a waiting control call before its next batch, for a bounded number of
+ * rounds (a stream of control calls cannot stop the data path): without this, a data path that
+ * relocks at once after each batch left a P4Runtime write waiting milliseconds under a flood
+ * (the mutex is not fair: the woken waiter finds it taken again). */
+void ss__lock_dp(struct ss_switch *sw) {
+    for (int i = 0; i < 1000 && __atomic_load_n(&sw->ctl_waiting, __ATOMIC_RELAXED) > 0; i++)
+        sched_yield();
+    pthread_mutex_lock(&sw->lock);
+}
 void ss__unlock(struct ss_switch *sw) { pthread_mutex_unlock(&sw->lock); }
 uint32_t ss__cpu_port(struct ss_switch *sw) { return sw->cpu_port; }
 void **ss__io_slot(struct ss_switch *sw) { return &sw->io; }

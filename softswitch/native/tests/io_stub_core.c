@@ -76,6 +76,7 @@ int ss_switch_load(struct ss_switch *sw, const ss_program *prog)
 }
 
 void ss__lock(struct ss_switch *sw) { pthread_mutex_lock(&sw->lock); }
+void ss__lock_dp(struct ss_switch *sw) { pthread_mutex_lock(&sw->lock); }
 void ss__unlock(struct ss_switch *sw) { pthread_mutex_unlock(&sw->lock); }
 uint32_t ss__cpu_port(struct ss_switch *sw) { return sw->cpu_port; }
 void **ss__io_slot(struct ss_switch *sw) { return &sw->io; }
