@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -19,16 +20,21 @@ import pytest
 from softswitch.native import sanitizer_runtime
 
 ROOT = Path(__file__).resolve().parent.parent
-CHILD_TESTS = ["tests/test_stf_corpus.py", "tests/test_innet_stf.py", "tests/test_native_differential.py",
-               "tests/test_native_robustness.py", "tests/test_native_lifecycle.py",
-               "tests/test_wide_differential.py",
-               # `python -m softswitch` processes (sanitized too: they inherit the environment) whose
-               # C data path forwards pings and emulates links over veth pairs
-               "tests/test_softswitch_netns.py", "tests/test_softswitch_netem.py",
-               # the aggregation client's C (host_agents/aggio.c: batched I/O, the protocol loop)
-               "tests/test_agg_client.py",
-               # the replay switch path's exchange loop (aggio.c rexc_run), fragments and losses
-               "tests/test_replay_client.py"]
+# Two children run at once (the parent only waits; the machine has 2 cores): the in-process
+# packet tests in one, everything that starts processes or uses namespaces in the other, so that
+# the two never touch the same network objects.
+CHILD_GROUPS = [
+    ["tests/test_stf_corpus.py", "tests/test_innet_stf.py", "tests/test_native_differential.py",
+     "tests/test_wide_differential.py"],
+    ["tests/test_native_robustness.py", "tests/test_native_lifecycle.py",
+     # `python -m softswitch` processes (sanitized too: they inherit the environment) whose
+     # C data path forwards pings and emulates links over veth pairs
+     "tests/test_softswitch_netns.py", "tests/test_softswitch_netem.py",
+     # the aggregation client's C (host_agents/aggio.c: batched I/O, the protocol loop)
+     "tests/test_agg_client.py",
+     # the replay switch path's exchange loop (aggio.c rexc_run), fragments and losses
+     "tests/test_replay_client.py"],
+]
 # the native cases of the files above, and the namespace tests that start a switch process
 CHILD_SELECT = ("native or backends_agree or wide or garbage or device_config or warm_load or handler or "
                 "pings_cross or bad_requests or each_direction or saturating_burst or given_share or "
@@ -48,11 +54,22 @@ def test_native_under_asan_and_ubsan() -> None:
            # Python's own allocations are not ours to judge; halt on the first C error
            "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1:halt_on_error=1",
            "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1", "INNET_SWITCH_BACKEND": "native"}
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-k", CHILD_SELECT,
-         *CHILD_TESTS],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=1400)
-    out = proc.stdout[-6000:] + proc.stderr[-6000:]
-    assert "ERROR: AddressSanitizer" not in out and "runtime error:" not in out, out
-    assert proc.returncode == 0, out
-    assert " passed" in proc.stdout, out
+    argv = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-k", CHILD_SELECT]
+    with tempfile.TemporaryDirectory() as tmp:
+        logs = [Path(tmp) / f"child{i}.log" for i in range(len(CHILD_GROUPS))]
+        procs = []
+        try:
+            for group, log in zip(CHILD_GROUPS, logs, strict=True):
+                with log.open("w") as f:  # a file, not a pipe: neither child can block on its output
+                    procs.append(subprocess.Popen([*argv, *group], cwd=ROOT, env=env, stdout=f,
+                                                  stderr=subprocess.STDOUT, text=True))
+            codes = [p.wait(timeout=1400) for p in procs]
+        finally:
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+        for code, log in zip(codes, logs, strict=True):
+            out = log.read_text()[-12000:]
+            assert "ERROR: AddressSanitizer" not in out and "runtime error:" not in out, out
+            assert code == 0, out
+            assert " passed" in out, out

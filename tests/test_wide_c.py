@@ -156,6 +156,8 @@ def _printers(ns: list[int]) -> str:
     return "\n".join(out)
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(600)  # one large file through gcc -O1 with ASan+UBSan: ~110 s on the 2-core VM
 def test_wide_helpers_match_python_under_sanitizers(tmp_path: Path) -> None:
     if GCC is None:
         pytest.skip("no C compiler")
