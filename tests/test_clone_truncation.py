@@ -5,18 +5,15 @@ and E2E (clone_e2e.p4) clones, on both backends, through the switch API and thro
 
 from __future__ import annotations
 
-import queue
 from pathlib import Path
 
-import grpc
 import pytest
-from google.rpc import code_pb2
-from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
+from p4.v1 import p4runtime_pb2
+from p4rt_raw import served
 
 from p4compiler.python_backend import compile_file
 from softswitch.api import CloneSession, Replica
 from softswitch.native_switch import create_switch
-from softswitch.p4runtime_server import P4RuntimeServer
 
 FEATURES = Path(__file__).parent / "p4" / "features"
 ETH = bytes.fromhex("000000000001000000000002" + "88b5")
@@ -48,32 +45,15 @@ def test_clones_are_cut_to_the_session_length(backend, kind, session, port, orig
 @pytest.mark.parametrize("backend", ["python", "native"])
 def test_p4runtime_clone_session_length_cuts_clones(backend) -> None:
     sw = create_switch(compile_file(str(FEATURES / "clone_i2e.p4")), backend)
-    server = P4RuntimeServer(sw)
-    grpc_port = server.start("127.0.0.1:0")
-    channel = grpc.insecure_channel(f"127.0.0.1:{grpc_port}")
-    stub = p4runtime_pb2_grpc.P4RuntimeStub(channel)
-    out: queue.Queue = queue.Queue()
-    stream = stub.StreamChannel(iter(out.get, None))
-    try:
-        hello = p4runtime_pb2.StreamMessageRequest()
-        hello.arbitration.device_id = 1
-        hello.arbitration.election_id.low = 1
-        out.put(hello)
-        assert next(stream).arbitration.status.code == code_pb2.OK
-        write = p4runtime_pb2.WriteRequest(device_id=1)
-        write.election_id.low = 1
-        upd = write.updates.add(type=p4runtime_pb2.Update.INSERT)
+    with served(sw) as (client, server):
+        upd = p4runtime_pb2.Update(type=p4runtime_pb2.Update.INSERT)
         cs = upd.entity.packet_replication_engine_entry.clone_session_entry
         cs.session_id = 7
         cs.replicas.add(egress_port=4, instance=0)
         cs.packet_length_bytes = 18
-        stub.Write(write)
+        client.write(upd)
         frame = ETH + bytes.fromhex("00 ff ffff 99") + PAYLOAD
         with server.lock:
             got = dict(sw.process_packet(0, frame))
         assert got[4] == (ETH + bytes.fromhex("00 01 0004"))[:18]
         assert len(got[1]) == len(frame)
-    finally:
-        out.put(None)
-        channel.close()
-        server.stop()

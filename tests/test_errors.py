@@ -11,17 +11,16 @@
 
 from __future__ import annotations
 
-import queue
 import random
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import grpc
 import pytest
 from google.rpc import code_pb2, status_pb2
-from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
+from p4.v1 import p4runtime_pb2
+from p4rt_raw import RawClient
 
 from p4compiler.errors import P4Error
 from p4compiler.p4info import build_p4info
@@ -258,51 +257,6 @@ def test_missing_p4_file(tmp_path):
 # --- P4Runtime ------------------------------------------------------------------------------
 
 
-class Client:
-    """A raw P4Runtime client: its own stream, arbitration with `election_id`."""
-
-    def __init__(self, port: int, election_id: int):
-        self.channel = grpc.insecure_channel(f"127.0.0.1:{port}")
-        self.stub = p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
-        self.election_id = election_id
-        self._out: queue.Queue = queue.Queue()
-        self.incoming: queue.Queue = queue.Queue()
-        self.stream = self.stub.StreamChannel(iter(self._out.get, None))
-        threading.Thread(target=self._recv, daemon=True).start()
-        req = p4runtime_pb2.StreamMessageRequest()
-        req.arbitration.device_id = 1
-        req.arbitration.election_id.low = election_id
-        self._out.put(req)
-
-    def _recv(self):
-        try:
-            for msg in self.stream:
-                self.incoming.put(msg)
-        except grpc.RpcError as e:
-            self.incoming.put(e)
-
-    def next(self, timeout: float = 3):
-        return self.incoming.get(timeout=timeout)
-
-    def write(self, *updates) -> None:
-        req = p4runtime_pb2.WriteRequest(device_id=1)
-        req.election_id.low = self.election_id
-        req.updates.extend(updates)
-        self.stub.Write(req)
-
-    def set_pipeline(self, source: bytes, p4info) -> None:
-        Req = p4runtime_pb2.SetForwardingPipelineConfigRequest
-        r = Req(device_id=1, action=Req.VERIFY_AND_COMMIT)
-        r.election_id.low = self.election_id
-        r.config.p4info.CopyFrom(p4info)
-        r.config.p4_device_config = source
-        self.stub.SetForwardingPipelineConfig(r)
-
-    def close(self):
-        self._out.put(None)
-        self.channel.close()
-
-
 def error_details(err: grpc.RpcError) -> list[p4runtime_pb2.Error]:
     for key, value in err.trailing_metadata():
         if key == "grpc-status-details-bin":
@@ -327,7 +281,7 @@ def p4rt():
         send_packets=sent.extend,
     )
     port = server.start("127.0.0.1:0")
-    primary = Client(port, election_id=10)
+    primary = RawClient(port, election_id=10)
     try:
         assert primary.next().arbitration.status.code == code_pb2.OK
         primary.set_pipeline(P4_FILE.read_bytes(), info)
@@ -385,7 +339,7 @@ def test_bad_p4runtime_requests_get_a_status_and_the_server_keeps_serving(p4rt):
     assert err.value.code() == grpc.StatusCode.NOT_FOUND and str(tid ^ 0x5A5A) in err.value.details()
 
     # a write from a client that is not the primary
-    backup = Client(port, election_id=3)
+    backup = RawClient(port, election_id=3)
     try:
         assert backup.next().arbitration.status.code == code_pb2.ALREADY_EXISTS  # not primary
         with pytest.raises(grpc.RpcError) as err:

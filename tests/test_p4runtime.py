@@ -9,7 +9,6 @@ the client as P4 source (the device config), which the server's loader compiles.
 from __future__ import annotations
 
 import queue
-import threading
 import time
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import pytest
 from google.rpc import code_pb2, status_pb2
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
+from p4rt_raw import RawClient
 
 from p4compiler.p4info import build_p4info, p4info_to_text
 from p4compiler.python_backend import compile_file, compile_text
@@ -292,47 +292,6 @@ def test_packet_out_and_packet_in(env):
 
 
 # --- raw gRPC ----------------------------------------------------------------------------
-
-
-class RawClient:
-    """A minimal P4Runtime client with its own stream, for the error paths."""
-
-    def __init__(self, port: int, election_id: int | None, device_id: int = 1):
-        self.channel = grpc.insecure_channel(f"127.0.0.1:{port}")
-        self.stub = p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
-        self.election_id = election_id
-        self.device_id = device_id
-        self._out: queue.Queue = queue.Queue()
-        self.incoming: queue.Queue = queue.Queue()
-        self.stream = self.stub.StreamChannel(iter(self._out.get, None))
-        self._t = threading.Thread(target=self._recv, daemon=True)
-        self._t.start()
-        req = p4runtime_pb2.StreamMessageRequest()
-        req.arbitration.device_id = device_id
-        if election_id is not None:
-            req.arbitration.election_id.low = election_id
-        self._out.put(req)
-
-    def _recv(self):
-        try:
-            for msg in self.stream:
-                self.incoming.put(msg)
-        except grpc.RpcError as e:
-            self.incoming.put(e)
-
-    def next(self, timeout: float = 3):
-        return self.incoming.get(timeout=timeout)
-
-    def write(self, *updates) -> None:
-        req = p4runtime_pb2.WriteRequest(device_id=self.device_id)
-        if self.election_id is not None:
-            req.election_id.low = self.election_id
-        req.updates.extend(updates)
-        self.stub.Write(req)
-
-    def close(self):
-        self._out.put(None)
-        self.channel.close()
 
 
 def details(err: grpc.RpcError) -> list[p4runtime_pb2.Error]:

@@ -5,20 +5,19 @@ priorities the compiler refuses. Both backends."""
 
 from __future__ import annotations
 
-import queue
 from pathlib import Path
 
 import grpc
 import pytest
 from google.rpc import code_pb2, status_pb2
-from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
+from p4.v1 import p4runtime_pb2
+from p4rt_raw import served
 
 from p4compiler.errors import P4Error
 from p4compiler.p4info import build_p4info
 from p4compiler.python_backend import compile_file, compile_text
 from softswitch import api
 from softswitch.native_switch import create_switch
-from softswitch.p4runtime_server import P4RuntimeServer
 
 P4_FILE = Path(__file__).parent / "p4" / "spec" / "table_priorities.p4"
 INT32_MAX = 2**31 - 1
@@ -104,18 +103,8 @@ def test_const_entries_stay_and_the_others_can_change(sw) -> None:
 def test_p4runtime_read_reports_const_entries(backend: str, program) -> None:
     p4info = build_p4info(program.info)
     tids = {t.preamble.name: t.preamble.id for t in p4info.tables}
-    server = P4RuntimeServer(create_switch(program, backend))
-    port = server.start("127.0.0.1:0")
-    channel = grpc.insecure_channel(f"127.0.0.1:{port}")
-    stub = p4runtime_pb2_grpc.P4RuntimeStub(channel)
-    out: queue.Queue = queue.Queue()
-    stream = stub.StreamChannel(iter(out.get, None))
-    try:
-        hello = p4runtime_pb2.StreamMessageRequest()
-        hello.arbitration.device_id = 1
-        hello.arbitration.election_id.low = 1
-        out.put(hello)
-        assert next(stream).arbitration.status.code == code_pb2.OK
+    with served(create_switch(program, backend)) as (client, _server):
+        stub = client.stub
 
         def read(table: str) -> list[p4runtime_pb2.TableEntry]:
             req = p4runtime_pb2.ReadRequest(device_id=1)
@@ -130,23 +119,17 @@ def test_p4runtime_read_reports_const_entries(backend: str, program) -> None:
         assert {e.priority for e in read("MyIngress.t_lpm")} == {0}
         # deleting a const entry is refused with PERMISSION_DENIED
         (const_entry,) = [e for e in read("MyIngress.t_small") if e.priority == 10]
-        write = p4runtime_pb2.WriteRequest(device_id=1)
-        write.election_id.low = 1
-        upd = write.updates.add(type=p4runtime_pb2.Update.DELETE)
+        upd = p4runtime_pb2.Update(type=p4runtime_pb2.Update.DELETE)
         upd.entity.table_entry.CopyFrom(const_entry)
         upd.entity.table_entry.ClearField("is_const")
         with pytest.raises(grpc.RpcError) as exc:
-            stub.Write(write)
+            client.write(upd)
         (status,) = [v for k, v in exc.value.trailing_metadata() if k == "grpc-status-details-bin"]
         (detail,) = status_pb2.Status.FromString(status).details
         err = p4runtime_pb2.Error()
         assert detail.Unpack(err)
         assert err.canonical_code == code_pb2.PERMISSION_DENIED and "const" in err.message
         assert 10 in {e.priority for e in read("MyIngress.t_small")}
-    finally:
-        out.put(None)
-        channel.close()
-        server.stop()
 
 
 TEMPLATE = """

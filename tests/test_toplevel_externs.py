@@ -4,18 +4,15 @@ behaviour (one register shared by ingress and egress, one counter array) is the 
 
 from __future__ import annotations
 
-import queue
 from pathlib import Path
 
-import grpc
 import pytest
-from google.rpc import code_pb2
-from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
+from p4.v1 import p4runtime_pb2
+from p4rt_raw import served
 
 from p4compiler.p4info import build_p4info
 from p4compiler.python_backend import compile_file
 from softswitch.native_switch import create_switch
-from softswitch.p4runtime_server import P4RuntimeServer
 
 P4_FILE = Path(__file__).parent / "p4" / "features" / "toplevel_externs.p4"
 
@@ -32,26 +29,14 @@ def test_p4runtime_reads_and_writes_toplevel_register_and_counter(backend: str) 
     ids = {x.preamble.name: x.preamble.id for x in (*p4info.registers, *p4info.counters)}
     assert set(ids) == {"seen", "hits"}
     sw = create_switch(program, backend)
-    server = P4RuntimeServer(sw)
-    port = server.start("127.0.0.1:0")
-    channel = grpc.insecure_channel(f"127.0.0.1:{port}")
-    stub = p4runtime_pb2_grpc.P4RuntimeStub(channel)
-    out: queue.Queue = queue.Queue()
-    stream = stub.StreamChannel(iter(out.get, None))
-    try:
-        hello = p4runtime_pb2.StreamMessageRequest()
-        hello.arbitration.device_id = 1
-        hello.arbitration.election_id.low = 1
-        out.put(hello)
-        assert next(stream).arbitration.status.code == code_pb2.OK
+    with served(sw) as (client, server):
+        stub = client.stub
 
-        write = p4runtime_pb2.WriteRequest(device_id=1)
-        write.election_id.low = 1
-        upd = write.updates.add(type=p4runtime_pb2.Update.MODIFY)
+        upd = p4runtime_pb2.Update(type=p4runtime_pb2.Update.MODIFY)
         upd.entity.register_entry.register_id = ids["seen"]
         upd.entity.register_entry.index.index = 2
         upd.entity.register_entry.data.bitstring = b"\x01\x00"
-        stub.Write(write)
+        client.write(upd)
         assert sw.register_read("seen", 2) == 0x100
 
         with server.lock:
@@ -74,7 +59,3 @@ def test_p4runtime_reads_and_writes_toplevel_register_and_counter(backend: str) 
         ent.counter_entry.index.index = 3  # counted in egress
         data = read(ent).counter_entry.data
         assert (data.packet_count, data.byte_count) == (1, 24)
-    finally:
-        out.put(None)
-        channel.close()
-        server.stop()
