@@ -77,12 +77,11 @@ def assert_cli_error(rc: int, stderr: str, *fragments: str) -> None:
 
 
 @pytest.fixture(scope="module", autouse=True)
-def unreachable_cli() -> Iterator[tuple[subprocess.Popen[str], float, int]]:
+def unreachable_cli() -> Iterator[tuple[subprocess.Popen[str], int]]:
     """``python -m control_plane`` against a port where nothing listens. The CLI has no timeout
     option (the client's default is 10 s), so it starts with the module and runs alongside the
     other tests; test_cli_unreachable_switch collects it."""
     port = free_port("tcp")
-    start = time.monotonic()
     proc = subprocess.Popen(
         cli_argv(f"127.0.0.1:{port}", "counters"),
         stdout=subprocess.PIPE,
@@ -90,7 +89,7 @@ def unreachable_cli() -> Iterator[tuple[subprocess.Popen[str], float, int]]:
         text=True,
         cwd=REPO,
     )
-    yield proc, start, port
+    yield proc, port
     if proc.poll() is None:
         proc.kill()
     proc.communicate()
@@ -833,13 +832,13 @@ def test_cli_job_lifecycle(switches) -> None:
     assert_cli_error(r.returncode, r.stderr, "no job 3")
 
 
-def test_cli_unreachable_switch(unreachable_cli: tuple[subprocess.Popen[str], float, int]) -> None:
-    """Started with the module (see the fixture); fails after the client's 10 s default timeout."""
-    proc, start, port = unreachable_cli
-    _, stderr = proc.communicate(timeout=60)
-    elapsed = time.monotonic() - start
+def test_cli_unreachable_switch(unreachable_cli: tuple[subprocess.Popen[str], int]) -> None:
+    """Started with the module (see the fixture); gives up by itself after the client's 10 s
+    default timeout (a CLI that hangs fails the communicate below). No wall-clock assertion: the
+    time since the fixture started includes the module's other tests."""
+    proc, port = unreachable_cli
+    _, stderr = proc.communicate(timeout=120)
     assert_cli_error(proc.returncode, stderr, f"no P4Runtime server answers at 127.0.0.1:{port} within 10 s")
-    assert elapsed < 30
 
 
 def test_cli_load_p4_with_error(switches, tmp_path: Path) -> None:
