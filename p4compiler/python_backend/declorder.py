@@ -53,17 +53,7 @@ def check_declaration_order(program: A.Program) -> None:
         name = top_level_name(d)
         if name is not None:
             first.setdefault(name, (i, d))
-    for i, d in enumerate(program.decls):
-        local = _bound_inside(d)
-        for name, node in _uses(d):
-            name = name.lstrip(".")
-            if name in local or name not in first:
-                continue
-            j, decl = first[name]
-            if j > i:
-                where = f" (declared at line {decl.loc.line})" if decl.loc is not None else ""
-                raise err(f"{name} is used before its declaration{where}: P4-16 needs a name "
-                          "declared before it is used, and p4c refuses this", node if node.loc else d)
+    _refuse_early_uses(program.decls, first, "", top_level=True)
     for d in program.decls:
         if isinstance(d, (A.ControlDecl, A.ParserDecl)):
             _check_locals(d, set(first))
@@ -77,17 +67,26 @@ def _check_locals(block: A.ControlDecl | A.ParserDecl, top: set[str]) -> None:
         name = getattr(d, "name", None)
         if name is not None and name not in outer:
             first.setdefault(name, (i, d))
-    for i, d in enumerate(block.locals):
+    _refuse_early_uses(block.locals, first, f" in {block.name}", top_level=False)
+
+
+def _refuse_early_uses(decls: list, first: dict[str, tuple[int, A.Decl]], where_block: str,
+                       top_level: bool) -> None:
+    """Refuse the first use, in one of `decls`, of a name of `first` (name -> index and
+    declaration of its first declaration in `decls`) declared after that use. A name bound inside
+    the using declaration shadows; at the top level `.name` names the same thing as `name`."""
+    for i, d in enumerate(decls):
         inside = _bound_inside(d)
         for name, node in _uses(d):
+            if top_level:
+                name = name.lstrip(".")
             if name in inside or name not in first:
                 continue
             j, decl = first[name]
             if j > i:
                 where = f" (declared at line {decl.loc.line})" if decl.loc is not None else ""
-                raise err(f"{name} is used before its declaration{where} in {block.name}: P4-16 "
-                          "needs a name declared before it is used, and p4c refuses this",
-                          node if node.loc else d)
+                raise err(f"{name} is used before its declaration{where}{where_block}: P4-16 needs a "
+                          "name declared before it is used, and p4c refuses this", node if node.loc else d)
 
 
 def _nodes(n: Any) -> Iterator[Any]:
