@@ -129,6 +129,11 @@ NOTE = (
 # sizes, estimates
 
 
+def ip_packet_bytes(values_per_packet: int) -> int:
+    """An aggregation packet's IP length at this width: IPv4 + UDP + agg header + the values."""
+    return 20 + 8 + 28 + 4 * values_per_packet
+
+
 def numel_for(size_kb: int) -> int:
     return max(1, size_kb * KB // 4)
 
@@ -536,6 +541,7 @@ class Config:
     async_threshold: int = 0  # switch-async: 0 = N - 1
     straggler_ms: float = 0.0  # the last worker sleeps this long before each timed call
     values_per_packet: list[int] = field(default_factory=lambda: [_default_width()])  # switch methods: each
+    mtu: int = 1500  # every link's, for all methods alike
     results: list[dict] = field(default_factory=list)
     meta: dict = field(default_factory=dict)
 
@@ -802,7 +808,7 @@ def run(cfg: Config) -> None:
             progress(f"workers={n}: building a star of {n} worker(s) + 1 parameter-server host on one switch "
                      f"(innet.p4 at {vpp} values per packet)")  # fmt: skip
             t0 = time.monotonic()
-            with star(n + 1, values_per_packet=vpp) as tb:
+            with star(n + 1, values_per_packet=vpp, mtu=cfg.mtu) as tb:
                 progress(f"workers={n}: testbed up in {time.monotonic() - t0:.1f} s")
                 fail_dns_fast(tb)
                 _run_testbed(cfg, tb, Testbed(tb.switches, tb.workers[:n]), methods, n, vpp)
@@ -918,6 +924,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="comma-separated widths the switch methods run at, each on a switch whose innet.p4 "
                    "is compiled for it (32, 64, 256; default: the program's default, 64); ps and gloo run "
                    "once. Each result's values_per_packet says which width it used")
+    p.add_argument("--mtu", type=int, default=1500,
+                   help="every link's MTU, the same for all methods (default %(default)s; widths above 352 "
+                   "values need jumbo frames: 4,152 bytes at 1024)")
     p.add_argument("--async-threshold", type=int, default=0,
                    help="switch-async: workers per chunk result, capped at N-1 (default: N-1)")
     p.add_argument("--quick", action="store_true",
@@ -948,6 +957,7 @@ def main(argv: list[str] | None = None) -> int:
         async_threshold=args.async_threshold,
         straggler_ms=args.straggler_ms,
         values_per_packet=args.values_per_packet or [_default_width()],
+        mtu=args.mtu,
     )
     if (cfg.repeat < 1 or cfg.big_repeat < 1 or not 1 <= cfg.slots <= 1024 or cfg.async_threshold < 0
             or cfg.straggler_ms < 0):  # fmt: skip
@@ -962,6 +972,10 @@ def main(argv: list[str] | None = None) -> int:
         known = ", ".join(map(str, SUPPORTED_VALUES_PER_PACKET))
         print(f"error: --values-per-packet takes distinct widths of {known} (innet.p4's "
               f"AGG_VALUES_PER_PACKET), got {','.join(map(str, widths))}", file=sys.stderr)  # fmt: skip
+        return 2
+    if not 576 <= cfg.mtu <= 65535 or max(ip_packet_bytes(v) for v in widths) > cfg.mtu:
+        print(f"error: --mtu {cfg.mtu}: 576..65535, and at least {ip_packet_bytes(max(widths))} for "
+              f"{max(widths)} values per packet (an aggregation packet's IP length)", file=sys.stderr)
         return 2
 
     jobs = 2 + (len(cfg.sizes_kb) if "switch-async" in cfg.methods else 0)
@@ -989,6 +1003,7 @@ def main(argv: list[str] | None = None) -> int:
             "async_threshold": "N-1" if not cfg.async_threshold else f"min({cfg.async_threshold}, N-1)",
             "straggler_ms": cfg.straggler_ms,
             "values_per_packet": cfg.values_per_packet,  # the switch methods' widths (each result: its own)
+            "mtu": cfg.mtu,
             "kb_bytes": KB,
         },
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),

@@ -7,6 +7,7 @@ import queue
 import socket
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -409,6 +410,19 @@ def test_jumbo_frames_both_directions(netns: NetNS, request: pytest.FixtureReque
         # Above the MTU the kernel refuses; PortSet turns that into a counted drop.
         with pytest.raises(OSError):
             port.send(frame(b"too-big", size=9216 + 14 + 100))
+
+
+@pytest.mark.netns
+def test_routed_host_mtu_on_both_ends() -> None:
+    """create_routed_host(mtu=...) (star's links) sets the MTU on the host's end and the switch's."""
+    from topologies.netns import create_routed_host
+
+    host = create_routed_host("10.9.0.1/24", "10.9.0.254", "02:00:00:00:00:01", prefix="mt", mtu=9000)
+    try:
+        assert Path(f"/sys/class/net/{host.pair.host_if}/mtu").read_text().strip() == "9000"
+        assert host.ns.run(["cat", f"/sys/class/net/{host.pair.ns_if}/mtu"]).stdout.strip() == "9000"
+    finally:
+        host.delete()
 
 
 @pytest.mark.netns

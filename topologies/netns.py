@@ -302,12 +302,14 @@ class Host:
         self.ns.delete()
 
 
-def create_routed_host(ip_cidr: str, gateway: str, gateway_mac: str, prefix: str = "rh") -> Host:
+def create_routed_host(ip_cidr: str, gateway: str, gateway_mac: str, prefix: str = "rh",
+                       mtu: int | None = None) -> Host:
     """A namespace with one interface addressed `ip_cidr`, a default route via `gateway`, and a
-    static neighbour entry for the gateway (the switch answers no ARP), cabled by a veth pair."""
+    static neighbour entry for the gateway (the switch answers no ARP), cabled by a veth pair
+    (`mtu`: both ends', None for the kernel's 1500)."""
     ns = create_namespace(prefix)
     try:
-        pair = create_veth_pair(peer_ns=ns, prefix=prefix)
+        pair = create_veth_pair(peer_ns=ns, prefix=prefix, mtu=mtu)
     except BaseException:
         ns.delete()
         raise

@@ -196,13 +196,17 @@ def star(
     loss_seed: int | None = None,
     p4: str | Path = DEFAULT_P4,
     values_per_packet: int | None = None,
+    mtu: int | None = None,
 ) -> Iterator[Testbed]:
     """``num_hosts`` hosts on one switch; host i is 10.0.<i+1>.1 on port i+1, routes between all.
-    ``values_per_packet``: compile the program with -DAGG_VALUES_PER_PACKET=<it> (None: its default)."""
+    ``values_per_packet``: compile the program with -DAGG_VALUES_PER_PACKET=<it> (None: its default);
+    ``mtu``: every link's (None: 1500; the switch sizes its port rings from it when it starts)."""
     with contextlib.ExitStack() as stack:
         hosts = []
         for i in range(num_hosts):
-            h = create_routed_host(f"10.0.{i + 1}.1/24", f"10.0.{i + 1}.254", switch_mac(0), prefix="ag")
+            h = create_routed_host(
+                f"10.0.{i + 1}.1/24", f"10.0.{i + 1}.254", switch_mac(0), prefix="ag", mtu=mtu
+            )
             stack.callback(h.delete)
             hosts.append(h)
         sw = _start_switch(
