@@ -33,6 +33,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent import futures
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import grpc
 from google.protobuf import any_pb2
@@ -174,6 +175,17 @@ class _ActionMeta:
     params_by_name: dict[str, tuple[int, int]]
 
 
+_T = TypeVar("_T")
+
+
+def _by_id(entities: dict[int, _T], entity_id: int, what: str) -> _T:
+    """The P4Info entity `entity_id` of one kind; NOT_FOUND names the kind and the id."""
+    try:
+        return entities[entity_id]
+    except KeyError:
+        raise RequestError(grpc.StatusCode.NOT_FOUND, f"{what} id {entity_id} is not in the P4Info") from None
+
+
 class _Index:
     """Id <-> name maps of one P4Info."""
 
@@ -265,36 +277,16 @@ class _Index:
                 self.packet_out = {md.id: (md.name, md.bitwidth) for md in cpm.metadata}
 
     def table(self, table_id: int) -> _TableMeta:
-        try:
-            return self.tables[table_id]
-        except KeyError:
-            raise RequestError(
-                grpc.StatusCode.NOT_FOUND, f"table id {table_id} is not in the P4Info"
-            ) from None
+        return _by_id(self.tables, table_id, "table")
 
     def profile(self, profile_id: int) -> tuple[str, list[int], bool]:
-        try:
-            return self.profiles[profile_id]
-        except KeyError:
-            raise RequestError(
-                grpc.StatusCode.NOT_FOUND, f"action profile id {profile_id} is not in the P4Info"
-            ) from None
+        return _by_id(self.profiles, profile_id, "action profile")
 
     def value_set(self, value_set_id: int) -> _ValueSetMeta:
-        try:
-            return self.value_sets[value_set_id]
-        except KeyError:
-            raise RequestError(
-                grpc.StatusCode.NOT_FOUND, f"value set id {value_set_id} is not in the P4Info"
-            ) from None
+        return _by_id(self.value_sets, value_set_id, "value set")
 
     def action(self, action_id: int) -> _ActionMeta:
-        try:
-            return self.actions[action_id]
-        except KeyError:
-            raise RequestError(
-                grpc.StatusCode.NOT_FOUND, f"action id {action_id} is not in the P4Info"
-            ) from None
+        return _by_id(self.actions, action_id, "action")
 
     def signature(self) -> set[tuple]:
         """What must agree between two P4Infos for one program to serve both."""
