@@ -116,6 +116,7 @@ EST_AGG_PPS = 12_000
 EST_TCP_PPS = 25_000
 TCP_MSS = 1448
 SETTLE_S = 0.15  # let trailing ACKs land before reading interface counters
+FILL_GIVE_UP_S = 3.0  # a filler call's wait for a round the others stopped filling (see --fill)
 STARTUP_TIMEOUT_S = 180.0  # worker processes import torch (and gloo rendezvous) on shared CPUs
 NOTE = (
     "Timings are of the project's software switch (softswitch on its default backend, the P4 "
@@ -338,6 +339,7 @@ def _expected_sum(seed: int, workers: int, numel: int):
 
 def worker_main(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C in the terminal: just go
+    from host_agents.agg_client import AggregationTimeout
     from host_agents.allreduce import input_tensor
 
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -413,8 +415,17 @@ def worker_main(args: argparse.Namespace) -> int:
                 st = method.client.totals
                 s0, r0, p0, q0 = st.bytes_sent, st.bytes_received, st.packets_sent, st.packets_received
                 fills, deadline = 0, time.monotonic() + args.phase_timeout
+                # A filler that starts a round just before the others stop fills would wait for
+                # k in vain: fill calls give up after FILL_GIVE_UP_S, which ends filling once the
+                # driver's line is there (their results are not used; the job is not used again).
+                method.client.max_tries = max(1, math.ceil(FILL_GIVE_UP_S / method.client.timeout))
                 while not stdin.ready() and time.monotonic() < deadline:
-                    method.allreduce(x)
+                    try:
+                        method.allreduce(x)
+                    except AggregationTimeout:
+                        if not stdin.ready():
+                            raise
+                        break
                     fills += 1
                 if stdin.readline(args.phase_timeout) is None:
                     return 1
@@ -456,8 +467,8 @@ def build_worker_parser() -> argparse.ArgumentParser:
                    help="switch-fixed/-async-worker: each size's fixed exponent")  # fmt: skip
     p.add_argument("--delay-ms", type=float, default=0.0, help="sleep before each timed call (the straggler)")
     p.add_argument("--fill", action="store_true",
-                   help="async with a straggler, fast workers: untimed calls after the timed ones until the "
-                   "next line on stdin")  # fmt: skip
+                   help="async, every worker but a straggler: untimed calls after the timed ones until the "
+                   "next line on stdin, so that a worker left a call behind can finish")  # fmt: skip
     p.add_argument("--retx-timeout", type=float, default=0.2)
     p.add_argument("--max-tries", type=int, default=100)
     p.add_argument("--server", help="ps-worker: IP:PORT of the parameter server")
@@ -574,7 +585,10 @@ def worker_argv(cfg: Config, method: str, n: int, rank: int, tb, extra: dict, vp
     straggler = straggler_of(cfg, n)
     if straggler == rank:
         argv += ["--delay-ms", f"{cfg.straggler_ms:g}"]
-    elif straggler is not None and method == "switch-async":
+    elif method == "switch-async":
+        # k = N-1 workers do not need the N-th: one that falls a call behind (a designated
+        # straggler, or a worker descheduled on a busy machine) rejoins at the others' round and
+        # then needs rounds that only workers still calling can fill
         argv.append("--fill")
     w = tb.workers[rank]
     if method.startswith("switch"):
@@ -662,7 +676,7 @@ def measure_size(
     group.wait_for("done", timeout, collect=calls)
     wall = time.monotonic() - t0
     filled: dict[int, dict] = {}
-    if straggler is not None and method == "switch-async":  # stop the fast workers' filler calls
+    if method == "switch-async":  # stop the filler calls (every worker but the straggler's)
         fast = [r for r in range(n) if r != straggler]
         group.go(fast)
         filled = group.wait_for("filled", timeout, which=fast)

@@ -99,3 +99,22 @@ def test_mtu_must_hold_the_widest_packet(capsys) -> None:
     assert "at least 1080 for 256 values per packet" in capsys.readouterr().err
     assert main(["--mtu", "100"]) == 2
     assert "576..65535" in capsys.readouterr().err
+
+
+def test_every_async_worker_but_the_straggler_fills() -> None:
+    """k = N-1 workers do not wait for the N-th: whoever falls a call behind needs the others
+    to keep the job's rounds going, so every switch-async worker fills after its timed calls,
+    except the designated straggler; the synchronous methods never do."""
+    from types import SimpleNamespace
+
+    from bench.aggregation import Config, worker_argv
+
+    host = SimpleNamespace(pair=SimpleNamespace(ns_if="eth0"))
+    tb = SimpleNamespace(workers=[SimpleNamespace(ip=f"10.0.{i + 1}.1", host=host) for i in range(4)])
+    cfg = Config(workers=[3], sizes_kb=[10], methods=["switch-async"], repeat=1, big_repeat=1, slots=8,
+                 out=Path("unused.json"))  # fmt: skip
+    assert all("--fill" in worker_argv(cfg, "switch-async", 3, r, tb, {}, 64) for r in range(3))
+    assert "--fill" not in worker_argv(cfg, "switch", 3, 0, tb, {}, 64)
+    cfg.straggler_ms = 50.0
+    fills = ["--fill" in worker_argv(cfg, "switch-async", 3, r, tb, {}, 64) for r in range(3)]
+    assert fills == [True, True, False]  # the straggler (the last rank) only sleeps
