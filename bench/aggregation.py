@@ -939,8 +939,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "is compiled for it (32, 64, 256; default: the program's default, 64); ps and gloo run "
                    "once. Each result's values_per_packet says which width it used")
     p.add_argument("--mtu", type=int, default=1500,
-                   help="every link's MTU, the same for all methods (default %(default)s; widths above 352 "
-                   "values need jumbo frames: 4,152 bytes at 1024)")
+                   help="every link's MTU, the same for all methods (default %(default)s, which every "
+                   "width fits; a larger one lets TCP, ps and gloo, send larger segments)")
     p.add_argument("--async-threshold", type=int, default=0,
                    help="switch-async: workers per chunk result, capped at N-1 (default: N-1)")
     p.add_argument("--quick", action="store_true",
