@@ -1366,9 +1366,7 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
     def _write_register(self, utype: int, e) -> None:
         if utype != p4runtime_pb2.Update.MODIFY:
             raise _invalid("register entries can only be modified (use MODIFY)")
-        if e.register_id not in self._index().registers:
-            raise RequestError(grpc.StatusCode.NOT_FOUND, f"register id {e.register_id} is not in the P4Info")
-        name, width, size = self._index().registers[e.register_id]
+        name, width, size = _by_id(self._index().registers, e.register_id, "register")
         if e.data.WhichOneof("data") != "bitstring":
             raise _invalid(f"register {name!r}: data must be a bitstring")
         value = self._decode(e.data.bitstring, width, f"register {name!r} value")
@@ -1378,9 +1376,7 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
     def _write_counter(self, utype: int, e) -> None:
         if utype != p4runtime_pb2.Update.MODIFY:
             raise _invalid("counter entries can only be modified (use MODIFY)")
-        if e.counter_id not in self._index().counters:
-            raise RequestError(grpc.StatusCode.NOT_FOUND, f"counter id {e.counter_id} is not in the P4Info")
-        name, size = self._index().counters[e.counter_id]
+        name, size = _by_id(self._index().counters, e.counter_id, "counter")
         for i in self._indices(e, size, f"counter {name!r}"):
             self._pipeline.switch.counter_write(name, i, e.data.byte_count, e.data.packet_count)
 
@@ -1396,9 +1392,7 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
     def _write_meter(self, utype: int, e) -> None:
         if utype != p4runtime_pb2.Update.MODIFY:
             raise _invalid("meter entries can only be modified (use MODIFY)")
-        if e.meter_id not in self._index().meters:
-            raise RequestError(grpc.StatusCode.NOT_FOUND, f"meter id {e.meter_id} is not in the P4Info")
-        name, size = self._index().meters[e.meter_id]
+        name, size = _by_id(self._index().meters, e.meter_id, "meter")
         if not e.HasField("config"):
             raise RequestError(grpc.StatusCode.UNIMPLEMENTED, f"meter {name!r}: resetting a meter config")
         c = e.config
@@ -1453,8 +1447,7 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
 
     def _write_digest(self, utype: int, e) -> None:
         U = p4runtime_pb2.Update
-        if e.digest_id not in self._index().digests:
-            raise RequestError(grpc.StatusCode.NOT_FOUND, f"digest id {e.digest_id} is not in the P4Info")
+        _by_id(self._index().digests, e.digest_id, "digest")
         exists = e.digest_id in self._digest_configs
         if utype == U.INSERT and exists:
             raise RequestError(grpc.StatusCode.ALREADY_EXISTS, f"digest {e.digest_id} is already configured")
@@ -1650,10 +1643,8 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
 
     def _read_registers(self, req) -> Iterator[p4runtime_pb2.Entity]:
         index = self._index()
-        if req.register_id and req.register_id not in index.registers:
-            raise RequestError(
-                grpc.StatusCode.NOT_FOUND, f"register id {req.register_id} is not in the P4Info"
-            )
+        if req.register_id:
+            _by_id(index.registers, req.register_id, "register")
         for rid, (name, _width, size) in index.registers.items():
             if req.register_id not in (0, rid):
                 continue
@@ -1666,8 +1657,8 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
 
     def _read_counters(self, req) -> Iterator[p4runtime_pb2.Entity]:
         index = self._index()
-        if req.counter_id and req.counter_id not in index.counters:
-            raise RequestError(grpc.StatusCode.NOT_FOUND, f"counter id {req.counter_id} is not in the P4Info")
+        if req.counter_id:
+            _by_id(index.counters, req.counter_id, "counter")
         for cid, (name, size) in index.counters.items():
             if req.counter_id not in (0, cid):
                 continue
@@ -1707,8 +1698,8 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
 
     def _read_meters(self, req) -> Iterator[p4runtime_pb2.Entity]:
         index = self._index()
-        if req.meter_id and req.meter_id not in index.meters:
-            raise RequestError(grpc.StatusCode.NOT_FOUND, f"meter id {req.meter_id} is not in the P4Info")
+        if req.meter_id:
+            _by_id(index.meters, req.meter_id, "meter")
         for mid, (name, size) in index.meters.items():
             if req.meter_id not in (0, mid):
                 continue
