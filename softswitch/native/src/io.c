@@ -484,7 +484,7 @@ static void *dp_main(void *arg)
     while (!__atomic_load_n(&io->stop, __ATOMIC_RELAXED)) {
         uint32_t g = __atomic_load_n(&io->gen, __ATOMIC_ACQUIRE);
         if (!have_gen || g != gen) {  /* ports were added: take the new list */
-            ss__lock(io->sw);
+            ss__lock_dp(io->sw);
             gen = __atomic_load_n(&io->gen, __ATOMIC_RELAXED);
             n = io->n_ports;
             memcpy(ports, io->list, n * sizeof ports[0]);
@@ -505,7 +505,7 @@ static void *dp_main(void *arg)
         /* idle: sleep until a frame arrives, a netem frame is due, or we are woken */
         uint64_t due = UINT64_MAX;
         if (__atomic_load_n(&io->n_netem, __ATOMIC_RELAXED)) {
-            ss__lock(io->sw);
+            ss__lock_dp(io->sw);
             due = netem_next_due(io);
             ss__unlock(io->sw);
         }
