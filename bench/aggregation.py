@@ -130,11 +130,6 @@ NOTE = (
 # sizes, estimates
 
 
-def ip_packet_bytes(values_per_packet: int) -> int:
-    """An aggregation packet's IP length at this width: IPv4 + UDP + agg header + the values."""
-    return 20 + 8 + 28 + 4 * values_per_packet
-
-
 def numel_for(size_kb: int) -> int:
     return max(1, size_kb * KB // 4)
 
@@ -979,7 +974,7 @@ def main(argv: list[str] | None = None) -> int:
               "--straggler-ms >= 0",
               file=sys.stderr)  # fmt: skip
         return 2
-    from host_agents.agg_protocol import MAX_JOBS, POOL_SLOTS, SUPPORTED_VALUES_PER_PACKET
+    from host_agents.agg_protocol import MAX_JOBS, POOL_SLOTS, SUPPORTED_VALUES_PER_PACKET, AggFormat
 
     widths = cfg.values_per_packet
     if set(widths) - set(SUPPORTED_VALUES_PER_PACKET) or len(set(widths)) != len(widths):
@@ -987,9 +982,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: --values-per-packet takes distinct widths of {known} (innet.p4's "
               f"AGG_VALUES_PER_PACKET), got {','.join(map(str, widths))}", file=sys.stderr)  # fmt: skip
         return 2
-    if not 576 <= cfg.mtu <= 65535 or max(ip_packet_bytes(v) for v in widths) > cfg.mtu:
-        print(f"error: --mtu {cfg.mtu}: 576..65535, and at least {ip_packet_bytes(max(widths))} for "
-              f"{max(widths)} values per packet (an aggregation packet's IP length)", file=sys.stderr)
+    ip_len = 20 + AggFormat(max(widths)).udp_len_full  # the widest aggregation packet's IP length
+    if not 576 <= cfg.mtu <= 65535 or ip_len > cfg.mtu:
+        print(f"error: --mtu {cfg.mtu}: 576..65535, and at least {ip_len} for {max(widths)} values per "
+              "packet (an aggregation packet's IP length)", file=sys.stderr)
         return 2
 
     jobs = 2 + (len(cfg.sizes_kb) if "switch-async" in cfg.methods else 0)
