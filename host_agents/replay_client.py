@@ -33,12 +33,16 @@ import numpy as np
 from host_agents.aggio import AggIOUnavailable, BatchSocket
 from host_agents.aggio import load as load_aggio
 from host_agents.replay_protocol import (
+    BATCH_DTYPE,
+    ENTRY_DTYPE,
     FRAGMENT_BYTES,
     HEADER_BYTES,
     HEADER_DTYPE,
+    MAX_BATCH_ENTRIES,
     MAX_MESSAGE_BYTES,
     REPLAY_UDP_PORT,
     STATUS,
+    EntryResult,
     Flag,
     Header,
     Op,
@@ -117,6 +121,10 @@ class ReplayConfig:
     """sends of one request (or rounds without progress) before ReplayTimeout"""
     window: int = 256
     """switch path: datagrams outstanding at once (UPDATE_PRIORITY, per-item SAMPLE)"""
+    switch_batch: int = MAX_BATCH_ENTRIES
+    """switch path: priority updates per datagram (a batch, flag MULTI, that the switch
+    recirculates once per entry), 1..16; 1 sends the one-update datagrams of switches without
+    batches"""
     max_message_bytes: int = 8 << 20
     """host path: an insert or update larger than this is split into several requests (keep
     at or below the server's --max-message-bytes)"""
@@ -149,6 +157,8 @@ class ReplayConfig:
         check_beta(self.beta)
         if not (self.timeout_s > 0 and self.max_tries >= 1 and self.window >= 1):
             raise ValueError("timeout_s must be > 0, max_tries and window >= 1")
+        if not 1 <= self.switch_batch <= MAX_BATCH_ENTRIES:
+            raise ValueError(f"switch_batch must be 1..{MAX_BATCH_ENTRIES}, got {self.switch_batch}")
         if self.max_message_bytes < FRAGMENT_BYTES:
             raise ValueError(f"max_message_bytes must be at least {FRAGMENT_BYTES}")
         if self.switch_leaves is not None:
@@ -714,30 +724,35 @@ class SwitchReplayClient(ReplayClient):
             raise ReplayError(h.status, decode_error(b), op.name, h.request_id)
         return replies  # type: ignore[return-value]
 
-    def _batch_socket(self, rows: int) -> BatchSocket:
+    def _batch_socket(self, rows: int, width: int = _REQUEST_ROW_BYTES) -> BatchSocket:
         """The batched I/O over this client's socket, its request table grown to ``rows`` rows
-        (kept across calls: binding the tables to the C helper is not free)."""
-        if self._bio is None or self._bio.tx.shape[0] < rows:
-            tx = np.zeros((max(rows, 256), _REQUEST_ROW_BYTES), np.uint8)
+        of ``width`` bytes (kept across calls: binding the tables to the C helper is not free)."""
+        if self._bio is None or self._bio.tx.shape[0] < rows or self._bio.tx.shape[1] < width:
+            old = (0, _REQUEST_ROW_BYTES) if self._bio is None else self._bio.tx.shape
+            tx = np.zeros((max(rows, 256, old[0]), max(width, old[1])), np.uint8)
             assert self._rx is not None
             self._bio = BatchSocket(self.sock, self.server, tx, self._rx)
         return self._bio
 
-    def _exchange_table(self, table: np.ndarray, op: Op) -> _Replies:
+    def _exchange_table(self, table: np.ndarray, op: Op, lengths: np.ndarray | None = None) -> _Replies:
         """:meth:`_exchange` for requests given as rows of a uint8 table (one datagram each, with
         consecutive request ids), moved ``window`` at a time with one sendmmsg and received a
         batch per recvmmsg; one-datagram replies are matched and kept as arrays (request id
         arithmetic), replies in fragments go through the Reassembler. Same semantics: resend
-        after ``timeout_s``, ReplayTimeout after ``max_tries``, ERROR raised after the batch."""
+        after ``timeout_s``, ReplayTimeout after ``max_tries``, ERROR raised after the batch.
+        ``lengths``: each row's datagram length (default: the whole row)."""
         n = table.shape[0]
+        if lengths is None:
+            lengths = np.full(n, table.shape[1], np.int64)
         if self._rx is None or n == 0:
-            return _Replies.from_pairs(self._exchange([row.tobytes() for row in table], op))
+            rows_ = [row[:ln].tobytes() for row, ln in zip(table, lengths.tolist(), strict=True)]
+            return _Replies.from_pairs(self._exchange(rows_, op))
         if self.use_engine:
-            return self._exchange_engine(table, op)
+            return self._exchange_engine(table, op, lengths)
         base = int.from_bytes(table[0, 4:8].tobytes(), "big")  # request_id of the first row
-        bio = self._batch_socket(n)
+        bio = self._batch_socket(n, table.shape[1])
         bio.tx[:n, : table.shape[1]] = table  # rows 0..n-1 are this call's requests
-        bio.tx_len[:n] = table.shape[1]
+        bio.tx_len[:n] = lengths
         out = _Replies(np.zeros(n, HEADER_DTYPE), np.zeros((n, self._rx.shape[1]), np.uint8),
                        np.zeros(n, np.int64))  # fmt: skip
         done = np.zeros(n, bool)
@@ -806,7 +821,7 @@ class SwitchReplayClient(ReplayClient):
         out.raise_first_error(op)
         return out
 
-    def _exchange_engine(self, table: np.ndarray, op: Op) -> _Replies:
+    def _exchange_engine(self, table: np.ndarray, op: Op, lengths: np.ndarray) -> _Replies:
         """:meth:`_exchange_table` with its loop in C (host_agents/aggio.c, rexc_run): sending,
         resending, receiving and matching one-datagram replies cost no Python per datagram, and
         the C call releases the GIL, so the learner's training thread keeps its core. Replies in
@@ -814,9 +829,9 @@ class SwitchReplayClient(ReplayClient):
         n, width = table.shape
         assert self._rx is not None
         base = int.from_bytes(table[0, 4:8].tobytes(), "big")  # request_id of the first row
-        bio = self._batch_socket(n)
+        bio = self._batch_socket(n, width)
         bio.tx[:n, :width] = table
-        bio.tx_len[:n] = width
+        bio.tx_len[:n] = lengths
         ffi, lib = bio._io.ffi, bio._lib
         rows = np.zeros((n, self._rx.shape[1]), np.uint8)
         lens = np.zeros(n, np.int64)
@@ -880,24 +895,33 @@ class SwitchReplayClient(ReplayClient):
             self.newest_key = max(self.newest_key, int(keys.max()))
 
     def _set_leaves(self, keys: np.ndarray, priorities: np.ndarray, insert: bool) -> int:
-        """One UPDATE per slot; returns how many of ``keys`` the switch applied (the others'
+        """Set slot ``key % max_size`` of each key: ``switch_batch`` slots per UPDATE datagram
+        (one per datagram when 1); returns how many of ``keys`` the switch applied (the others'
         slots answered KEY_MISMATCH)."""
         fixed = switch_priorities(priorities, self.config.alpha, self.leaves)
         slots = (keys % np.uint64(self.config.max_size)).astype(np.int64)
-        # One datagram per slot: a slot named twice keeps the last key and priority (as a batch
+        # One entry per slot: a slot named twice keeps the last key and priority (as a batch
         # update). np.unique over the reversed slots finds each slot's last occurrence.
         uniq, first_rev = np.unique(slots[::-1], return_index=True)
         last = slots.size - 1 - first_rev
-        n = uniq.size
-        req = np.zeros(n, HEADER_DTYPE)
-        req["op"], req["table_id"] = Op.UPDATE_PRIORITY, self.config.table_id
-        req["flags"] = int(Flag.INSERT) if insert else 0
-        req["request_id"], req["frag_count"], req["version"] = self._ids(n), 1, PROTOCOL_VERSION
-        req["index"] = uniq
-        req["draw"] = (keys[last] + np.uint64(1)) & np.uint64(0xFFFFFFFF)  # the item's key + 1 (mod 2^32)
-        req["priority"] = np.asarray(fixed)[last]
-        table = req.view(np.uint8).reshape(n, HEADER_BYTES)
-        h = self._exchange_table(table, Op.UPDATE_PRIORITY).heads
+        key1 = (keys[last] + np.uint64(1)) & np.uint64(0xFFFFFFFF)  # the item's key + 1 (mod 2^32)
+        prio = np.asarray(fixed)[last]
+        flags = int(Flag.INSERT) if insert else 0
+        if self.config.switch_batch > 1:
+            mismatched = self._update_batches(uniq, prio, key1, flags)
+        else:
+            n = uniq.size
+            req = np.zeros(n, HEADER_DTYPE)
+            req["op"], req["table_id"], req["flags"] = Op.UPDATE_PRIORITY, self.config.table_id, flags
+            req["request_id"], req["frag_count"], req["version"] = self._ids(n), 1, PROTOCOL_VERSION
+            req["index"], req["draw"], req["priority"] = uniq, key1, prio
+            table = req.view(np.uint8).reshape(n, HEADER_BYTES)
+            h = self._exchange_table(table, Op.UPDATE_PRIORITY).heads
+            self._check_switch_updated(h)
+            mismatched = h["index"][(h["flags"] & Flag.KEY_MISMATCH) != 0].astype(np.int64)
+        return int((~np.isin(slots, mismatched)).sum())
+
+    def _check_switch_updated(self, h: np.ndarray) -> None:
         bad = np.flatnonzero((h["op"] != Op.UPDATE_REPLY) | ((h["flags"] & Flag.SWITCH_UPDATED) == 0))
         if bad.size:
             i = int(bad[0])
@@ -908,8 +932,56 @@ class SwitchReplayClient(ReplayClient):
                 f"without SWITCH_UPDATED: the switch does not hold table {self.config.table_id} "
                 "(control plane not run?)",
             )
-        mismatched = h["index"][(h["flags"] & Flag.KEY_MISMATCH) != 0].astype(np.int64)
-        return int((~np.isin(slots, mismatched)).sum())
+
+    def _update_batches(
+        self, index: np.ndarray, prio: np.ndarray, key1: np.ndarray, flags: int
+    ) -> np.ndarray:
+        """UPDATE batches (flag MULTI) of ``switch_batch`` entries; the slots whose entry came back
+        KEY_MISMATCH. A BAD_INDEX entry raises ReplayError (after the whole call is answered)."""
+        n, per = index.size, self.config.switch_batch
+        rows = -(-n // per)
+        counts = np.full(rows, per, np.int64)
+        counts[-1] = n - per * (rows - 1)
+        dt = np.dtype([("h", HEADER_DTYPE), ("b", BATCH_DTYPE), ("e", ENTRY_DTYPE, (per,))])
+        req = np.zeros(rows, dt)
+        h = req["h"]
+        h["op"], h["flags"], h["table_id"] = Op.UPDATE_PRIORITY, flags | Flag.MULTI, self.config.table_id
+        h["request_id"], h["frag_count"], h["version"] = self._ids(rows), 1, PROTOCOL_VERSION
+        req["b"]["count"] = counts
+        e = np.zeros(rows * per, ENTRY_DTYPE)
+        e["index"][:n], e["priority"][:n], e["draw"][:n] = index, prio, key1
+        req["e"] = e.reshape(rows, per)
+        lengths = HEADER_BYTES + BATCH_DTYPE.itemsize + ENTRY_DTYPE.itemsize * counts
+        r = self._exchange_table(req.view(np.uint8).reshape(rows, dt.itemsize), Op.UPDATE_PRIORITY, lengths)
+        self._check_switch_updated(r.heads)
+        # the replies' bodies as rows (a reply that came through the reassembler, too)
+        bdt = np.dtype([("b", BATCH_DTYPE), ("e", ENTRY_DTYPE, (per,))])
+        body = np.zeros((rows, bdt.itemsize), np.uint8)
+        blen = r.lens - HEADER_BYTES
+        if r.rows.shape[1] >= dt.itemsize:
+            body[:] = r.rows[:, HEADER_BYTES : dt.itemsize]
+        for i, b in r.reassembled.items():
+            blen[i] = len(b)
+            body[i, : min(len(b), bdt.itemsize)] = np.frombuffer(b[: bdt.itemsize], np.uint8)
+        wrong = np.flatnonzero(blen != lengths - HEADER_BYTES)
+        if wrong.size:
+            i = int(wrong[0])
+            got_bytes = int(blen[i]) + HEADER_BYTES
+            raise ProtocolError(f"UPDATE_REPLY of a {int(counts[i])}-entry batch is {got_bytes} bytes, "
+                                f"not {int(lengths[i])}")  # fmt: skip
+        got = body.view(bdt).reshape(rows)
+        ent = got["e"].reshape(rows * per)[(np.arange(per) < counts[:, None]).ravel()]
+        if (ent["index"] != index).any() or (got["b"]["next"] != counts).any():
+            raise ProtocolError("an UPDATE_REPLY batch does not hold the entries sent, all done")
+        bad = np.flatnonzero(ent["result"] == EntryResult.BAD_INDEX)
+        if bad.size:
+            raise ReplayError(
+                Status.BAD_INDEX,
+                f"leaf {int(ent['index'][bad[0]])} is beyond the switch table's leaves "
+                f"({bad.size} entries; switch_leaves/max_size differ from the installed table?)",
+                Op.UPDATE_PRIORITY.name,
+            )
+        return ent["index"][ent["result"] == EntryResult.KEY_MISMATCH].astype(np.int64)
 
     def insert(self, items: Sequence[bytes], priorities: np.ndarray | Sequence[float]) -> np.ndarray:
         data = _check_items(items)

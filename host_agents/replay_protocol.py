@@ -61,6 +61,7 @@ class Flag(enum.IntFlag):
     SWITCH_UPDATED = 0x04
     INSERT = 0x08  # switch UPDATE: a new item's priority; the leaf remembers its key
     KEY_MISMATCH = 0x10  # switch UPDATE_REPLY: ignored, the leaf stands for another item
+    MULTI = 0x20  # switch SAMPLE/UPDATE: a batch of entries (BATCH_DTYPE, ENTRY_DTYPE)
 
 
 class Status(enum.IntEnum):
@@ -98,6 +99,23 @@ HEADER_DTYPE = np.dtype(
      ("status", "u1"), ("version", "u1"), ("reserved", ">u2")]
 )  # fmt: skip
 assert HEADER_STRUCT.size == HEADER_BYTES
+
+# Switch-path batches (flag MULTI, "The switch path"): after the header a batch header, then
+# `count` entries; the switch does them one per pass and writes each one's outcome into it.
+MAX_BATCH_ENTRIES = 16  # REPLAY_MAX_ENTRIES in p4/include/types.p4
+BATCH_DTYPE = np.dtype([("next", ">u2"), ("count", ">u2"), ("beta", ">f4")])
+ENTRY_DTYPE = np.dtype([("index", ">u4"), ("priority", ">u4"), ("draw", ">u4"), ("total", ">u4"),
+                        ("result", "u1"), ("reserved", "V3")])  # fmt: skip
+assert BATCH_DTYPE.itemsize == 8 and ENTRY_DTYPE.itemsize == 20
+
+
+class EntryResult(enum.IntEnum):
+    """An UPDATE batch entry's outcome, written by the switch."""
+
+    APPLIED = 0
+    KEY_MISMATCH = 1  # ignored: the leaf stands for another item
+    BAD_INDEX = 2  # the leaf is beyond the table's leaves
+
 
 _U32 = struct.Struct("!I")
 _U64 = struct.Struct("!Q")

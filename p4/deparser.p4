@@ -13,6 +13,8 @@ control InnetDeparser(packet_out pkt, in headers_t hdr) {
         pkt.emit(hdr.agg);
         pkt.emit(hdr.agg_values);
         pkt.emit(hdr.replay);
+        pkt.emit(hdr.replay_batch);
+        pkt.emit(hdr.replay_entries);
     }
 }
 

@@ -28,10 +28,11 @@ control InnetIngress(inout headers_t hdr, inout metadata_t meta,
         } else if (hdr.udp.isValid() && hdr.udp.dst_port == AGG_UDP_PORT) {
             aggregation.apply(hdr, meta, standard_metadata);
         } else if (hdr.replay.isValid()) {
-            // UPDATE_PRIORITY of a table the switch holds goes back to its sender; everything
-            // else (SAMPLE annotated with the chosen leaf, other ops and tables) to the server.
+            // UPDATE_PRIORITY of a table the switch holds goes back to its sender, a batch's
+            // pass but its last recirculates; everything else (SAMPLE annotated with the chosen
+            // leaves, other ops and tables) goes to the server.
             replay.apply(hdr, meta, standard_metadata);
-            if (meta.replay.reflected == 0) {
+            if (meta.replay.reflected == 0 && meta.replay.again == 0) {
                 forwarding.apply(hdr, meta, standard_metadata);
             }
         } else {
@@ -46,6 +47,9 @@ control InnetEgress(inout headers_t hdr, inout metadata_t meta,
 
     apply {
         aggregation_egress.apply(hdr, meta, standard_metadata);
+        if (meta.replay.again == 1) {
+            recirculate_preserving_field_list(REPLAY_FIELD_LIST);  // a replay batch's next entry
+        }
     }
 }
 

@@ -1,6 +1,6 @@
 /*
  * parser.p4 -- Ethernet / IPv4 / UDP, then the aggregation header on AGG_UDP_PORT or the replay
- * header on REPLAY_UDP_PORT.
+ * header on REPLAY_UDP_PORT (and a switch-path batch's entries after it).
  * A packet that is too short or has the wrong UDP length is not dropped here: ingress sees the
  * headers it has and rejects it with a counted reason.
  */
@@ -53,7 +53,28 @@ parser InnetParser(packet_in pkt, out headers_t hdr, inout metadata_t meta,
     }
     state parse_replay {
         pkt.extract(hdr.replay);
-        transition accept;
+        transition select(hdr.replay.flags) {
+            REPLAY_FLAG_MULTI &&& REPLAY_FLAG_MULTI: parse_replay_batch;
+            default: accept;
+        }
+    }
+    // A batch's entries; a count out of range leaves them unparsed (ingress forwards the
+    // datagram to the server, which answers MALFORMED).
+    state parse_replay_batch {
+        pkt.extract(hdr.replay_batch);
+        meta.replay.entries_left = hdr.replay_batch.count;
+        transition select(hdr.replay_batch.count) {
+            1 .. REPLAY_MAX_ENTRIES: parse_replay_entry;
+            default: accept;
+        }
+    }
+    state parse_replay_entry {
+        pkt.extract(hdr.replay_entries.next);
+        meta.replay.entries_left = meta.replay.entries_left - 1;
+        transition select(meta.replay.entries_left) {
+            0: accept;
+            default: parse_replay_entry;
+        }
     }
 }
 

@@ -13,6 +13,11 @@
  *   - SAMPLE walks from the root down to a leaf, choosing by the packet's draw (a fraction of the
  *     total), writes the leaf's index and priority and the total into the header and goes on to
  *     the replay server (plain IPv4 forwarding), which answers the learner with the item.
+ *   - A batch (flag MULTI) carries up to REPLAY_MAX_ENTRIES UPDATEs or SAMPLE draws in one
+ *     datagram, so that a learner's 128 updates cost 8 datagrams instead of 128: each pass does
+ *     the entry `next` (exactly as a lone UPDATE or SAMPLE), writes its outcome into the entry
+ *     and recirculates the packet for the next one; after the last entry an UPDATE batch goes
+ *     back to its sender, a SAMPLE batch on to the server.
  * Packets for tables the switch does not hold, and every other replay op, are forwarded
  * untouched: the server does the work.
  *
@@ -78,9 +83,9 @@ control Replay(inout headers_t hdr, inout metadata_t meta,
     // Cell of level L on the path to leaf `index` of tree `tree`: the node is index >> (depth-L);
     // its bit 0 says left or right child, the rest is the cell within the tree's range.
 #define REPLAY_CELL(L) \
-    ((meta.replay.tree << (L - 1)) | (hdr.replay.index >> (REPLAY_TREE_DEPTH - L + 1)))
+    ((meta.replay.tree << (L - 1)) | (meta.replay.index >> (REPLAY_TREE_DEPTH - L + 1)))
 #define REPLAY_IS_RIGHT(L) \
-    (((hdr.replay.index >> (REPLAY_TREE_DEPTH - L)) & 1) == 1)
+    (((meta.replay.index >> (REPLAY_TREE_DEPTH - L)) & 1) == 1)
 // The leaf level's arrays by name (two steps so that REPLAY_LEAF_LEVEL expands before pasting).
 #define REPLAY_LEFT_OF(L) replay_left_##L
 #define REPLAY_RIGHT_OF(L) replay_right_##L
@@ -89,52 +94,77 @@ control Replay(inout headers_t hdr, inout metadata_t meta,
 
     apply {
         replay_tables.apply();
-        // Only the switch path's one-datagram forms are the switch's: UPDATE with an empty body,
-        // SAMPLE with its 8-byte body. Host-path requests of a held table (a batch UPDATE, a
-        // fragment) go on to the server, which answers them with an error.
+        // Only the switch path's forms are the switch's: version 1, one fragment, and UPDATE with
+        // an empty body, SAMPLE with its 8-byte body, or a batch of either (flag MULTI) whose
+        // length fits its count. Host-path requests of a held table (a batch UPDATE, a fragment)
+        // go on to the server, which answers them with an error.
+        bit<1> batch = 0;
         if (hdr.replay.frag_count != 1 || hdr.replay.version != REPLAY_VERSION
-                || !((hdr.replay.op == REPLAY_OP_UPDATE && hdr.udp.length == REPLAY_UDP_LEN_UPDATE)
+                || (hdr.replay.op != REPLAY_OP_UPDATE && hdr.replay.op != REPLAY_OP_SAMPLE)) {
+            held = 0;
+        } else if ((hdr.replay.flags & REPLAY_FLAG_MULTI) != 0) {
+            // 20 bytes per entry, as constant shifts; `next` is 0 except on a recirculated pass
+            if (!hdr.replay_batch.isValid() || standard_metadata.parser_error != error.NoError
+                    || hdr.replay_batch.count == 0 || hdr.replay_batch.count > REPLAY_MAX_ENTRIES
+                    || hdr.replay_batch.next >= hdr.replay_batch.count
+                    || (hdr.replay_batch.next != 0 && meta.replay.continued == 0)
+                    || hdr.udp.length != REPLAY_UDP_LEN_BATCH + (hdr.replay_batch.count << 4)
+                                         + (hdr.replay_batch.count << 2)) {
+                held = 0;
+            } else {
+                batch = 1;
+            }
+        } else if (!((hdr.replay.op == REPLAY_OP_UPDATE && hdr.udp.length == REPLAY_UDP_LEN_UPDATE)
                      || (hdr.replay.op == REPLAY_OP_SAMPLE && hdr.udp.length == REPLAY_UDP_LEN_SAMPLE))) {
             held = 0;
         }
+        // This pass's operation: the header's, or the batch's entry `next`.
+        bit<16> e = 0;
+        if (batch == 1) {
+            e = hdr.replay_batch.next;
+            meta.replay.index = hdr.replay_entries[e].index;
+            meta.replay.priority = hdr.replay_entries[e].priority;
+            meta.replay.key = hdr.replay_entries[e].draw;
+            meta.replay.u = hdr.replay_entries[e].draw;
+        } else {
+            meta.replay.index = hdr.replay.index;
+            meta.replay.priority = hdr.replay.priority;
+            meta.replay.key = hdr.replay.draw;
+            meta.replay.u = hdr.replay.draw;
+        }
+
         if (held == 1 && hdr.replay.op == REPLAY_OP_UPDATE) {
-            if (hdr.replay.index >= meta.replay.num_leaves) {
+            meta.replay.result = REPLAY_RESULT_APPLIED;
+            if (meta.replay.index >= meta.replay.num_leaves) {
                 replay_rejected.count(REPLAY_REJECT_BAD_INDEX);
-                hdr.replay.op = REPLAY_OP_ERROR;
-                hdr.replay.status = REPLAY_STATUS_BAD_INDEX;
-                reflect();
+                meta.replay.result = REPLAY_RESULT_BAD_INDEX;
             } else {
                 bit<32> stored_key;
-                bit<32> key_cell = (meta.replay.tree << REPLAY_TREE_DEPTH) | hdr.replay.index;
+                bit<32> key_cell = (meta.replay.tree << REPLAY_TREE_DEPTH) | meta.replay.index;
                 replay_key.read(stored_key, key_cell);
                 if ((hdr.replay.flags & REPLAY_FLAG_INSERT) != 0) {
-                    replay_key.write(key_cell, hdr.replay.draw);
+                    replay_key.write(key_cell, meta.replay.key);
                     meta.replay.apply_update = 1;
-                } else if (stored_key == hdr.replay.draw && hdr.replay.draw != 0) {
+                } else if (stored_key == meta.replay.key && meta.replay.key != 0) {
                     // (keys travel as key + 1: 0 is a leaf never inserted, which nobody updates)
                     meta.replay.apply_update = 1;
+                } else {
+                    replay_rejected.count(REPLAY_REJECT_KEY_MISMATCH);
+                    meta.replay.result = REPLAY_RESULT_KEY_MISMATCH;
                 }
             }
-            if (meta.replay.apply_update == 0 && meta.replay.reflected == 0) {
-                replay_rejected.count(REPLAY_REJECT_KEY_MISMATCH);
-                bit<32> total_now;
-                replay_root.read(total_now, meta.replay.tree);
-                hdr.replay.total = total_now;
-                hdr.replay.op = REPLAY_OP_UPDATE_REPLY;
-                hdr.replay.flags = hdr.replay.flags | REPLAY_FLAG_SWITCH_UPDATED | REPLAY_FLAG_KEY_MISMATCH;
-                reflect();
-            } else if (meta.replay.apply_update == 1) {
+            if (meta.replay.apply_update == 1) {
                 bit<32> old;
                 // The leaf: read the old value, write the new one.
                 if (REPLAY_IS_RIGHT(REPLAY_LEAF_LEVEL)) {
                     REPLAY_RIGHT(REPLAY_LEAF_LEVEL).read(old, REPLAY_CELL(REPLAY_LEAF_LEVEL));
-                    REPLAY_RIGHT(REPLAY_LEAF_LEVEL).write(REPLAY_CELL(REPLAY_LEAF_LEVEL), hdr.replay.priority);
+                    REPLAY_RIGHT(REPLAY_LEAF_LEVEL).write(REPLAY_CELL(REPLAY_LEAF_LEVEL), meta.replay.priority);
                 } else {
                     REPLAY_LEFT(REPLAY_LEAF_LEVEL).read(old, REPLAY_CELL(REPLAY_LEAF_LEVEL));
-                    REPLAY_LEFT(REPLAY_LEAF_LEVEL).write(REPLAY_CELL(REPLAY_LEAF_LEVEL), hdr.replay.priority);
+                    REPLAY_LEFT(REPLAY_LEAF_LEVEL).write(REPLAY_CELL(REPLAY_LEAF_LEVEL), meta.replay.priority);
                 }
                 // Ancestors gain the difference (mod 2^32: a smaller priority subtracts).
-                meta.replay.delta = hdr.replay.priority - old;
+                meta.replay.delta = meta.replay.priority - old;
                 bit<32> sum;
 #define REPLAY_ADD_DELTA(L) \
                 if (REPLAY_IS_RIGHT(L)) { \
@@ -149,15 +179,31 @@ control Replay(inout headers_t hdr, inout metadata_t meta,
                 sum = sum + meta.replay.delta;
                 replay_root.write(meta.replay.tree, sum);
                 replay_updates.count(meta.replay.tree);
-                hdr.replay.total = sum;
+                meta.replay.total = sum;
+            } else {
+                replay_root.read(meta.replay.total, meta.replay.tree);
+            }
+
+            if (batch == 1) {
+                hdr.replay_entries[e].result = meta.replay.result;
+                hdr.replay_entries[e].total = meta.replay.total;
+            } else if (meta.replay.result == REPLAY_RESULT_BAD_INDEX) {
+                hdr.replay.op = REPLAY_OP_ERROR;
+                hdr.replay.status = REPLAY_STATUS_BAD_INDEX;
+                reflect();
+            } else {
+                hdr.replay.total = meta.replay.total;
                 hdr.replay.op = REPLAY_OP_UPDATE_REPLY;
                 hdr.replay.flags = hdr.replay.flags | REPLAY_FLAG_SWITCH_UPDATED;
+                if (meta.replay.result == REPLAY_RESULT_KEY_MISMATCH) {
+                    hdr.replay.flags = hdr.replay.flags | REPLAY_FLAG_KEY_MISMATCH;
+                }
                 reflect();
             }
         } else if (held == 1 && hdr.replay.op == REPLAY_OP_SAMPLE) {
             bit<32> total;
             replay_root.read(total, meta.replay.tree);
-            bit<32> u = hdr.replay.draw;
+            bit<32> u = meta.replay.u;
             if ((hdr.replay.flags & REPLAY_FLAG_RANDOM_DRAW) != 0) {
                 random<bit<32>>(u, 0, 0xffffffff);
             }
@@ -180,17 +226,44 @@ control Replay(inout headers_t hdr, inout metadata_t meta,
             bit<32> leaf;
             REPLAY_LEFT(REPLAY_LEAF_LEVEL).read(left, (meta.replay.tree << (REPLAY_LEAF_LEVEL - 1)) | meta.replay.node);
             if (meta.replay.draw < left) {
-                hdr.replay.index = meta.replay.node << 1;
+                meta.replay.index = meta.replay.node << 1;
                 leaf = left;
             } else {
-                hdr.replay.index = (meta.replay.node << 1) | 1;
+                meta.replay.index = (meta.replay.node << 1) | 1;
                 REPLAY_RIGHT(REPLAY_LEAF_LEVEL).read(leaf, (meta.replay.tree << (REPLAY_LEAF_LEVEL - 1)) | meta.replay.node);
             }
-            hdr.replay.priority = leaf;
-            hdr.replay.total = total;
-            hdr.replay.flags = hdr.replay.flags | REPLAY_FLAG_SWITCH_SAMPLED;
-            hdr.udp.checksum = 0;
             replay_samples.count(meta.replay.tree);
+            if (batch == 1) {
+                hdr.replay_entries[e].index = meta.replay.index;
+                hdr.replay_entries[e].priority = leaf;
+                hdr.replay_entries[e].total = total;
+            } else {
+                hdr.replay.index = meta.replay.index;
+                hdr.replay.priority = leaf;
+            }
+            hdr.replay.total = total;
+            hdr.udp.checksum = 0;
+            // the server learns from this flag that the switch chose the leaf
+            if (batch == 0 || hdr.replay_batch.next + 1 == hdr.replay_batch.count) {
+                hdr.replay.flags = hdr.replay.flags | REPLAY_FLAG_SWITCH_SAMPLED;
+            }
+        }
+
+        // A batch goes on with its next entry in another pass (out of the port it came in, back
+        // in from egress); after its last one an UPDATE batch returns to its sender and a SAMPLE
+        // batch goes on to the server.
+        if (batch == 1) {
+            hdr.replay_batch.next = hdr.replay_batch.next + 1;
+            if (hdr.replay_batch.next < hdr.replay_batch.count) {
+                standard_metadata.egress_spec = standard_metadata.ingress_port;
+                meta.replay.again = 1;
+                meta.replay.continued = 1;
+            } else if (hdr.replay.op == REPLAY_OP_UPDATE) {
+                hdr.replay.op = REPLAY_OP_UPDATE_REPLY;
+                hdr.replay.flags = hdr.replay.flags | REPLAY_FLAG_SWITCH_UPDATED;
+                hdr.replay.total = meta.replay.total;
+                reflect();
+            }
         }
     }
 }

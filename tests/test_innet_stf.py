@@ -40,6 +40,7 @@ REQUIRED = {
     "replay_full_depth",
     "replay_isolation",
     "replay_passthrough",
+    "replay_batch",
 }
 
 

@@ -30,10 +30,14 @@ from host_agents.replay_client import (
     switch_priorities,
 )
 from host_agents.replay_protocol import (
+    BATCH_DTYPE,
+    ENTRY_DTYPE,
     HEADER_BYTES,
+    EntryResult,
     Flag,
     Header,
     Op,
+    ProtocolError,
     Reassembler,
     SampledItem,
     Status,
@@ -191,6 +195,29 @@ class ScriptedServer:
 
     def _switch(self, h: Header, data: bytes, addr: object) -> bool:
         """The switch's part: True when the datagram was handled here."""
+        if h.op == Op.UPDATE_PRIORITY and h.flags & Flag.MULTI:
+            # a batch: each entry as a lone UPDATE, its result and the total written into it
+            b = np.frombuffer(data, BATCH_DTYPE, 1, HEADER_BYTES)[0]
+            e = np.frombuffer(data, ENTRY_DTYPE, int(b["count"]), HEADER_BYTES + 8).copy()
+            for k in range(e.size):
+                i, key = int(e["index"][k]), int(e["draw"][k])
+                if i >= self.tree.leaves:
+                    e["result"][k] = EntryResult.BAD_INDEX
+                    continue
+                if h.flags & Flag.INSERT:
+                    self.leaf_keys[i] = key
+                if self.leaf_keys.get(i) == key:
+                    self.tree.update([i], [int(e["priority"][k])])
+                else:
+                    e["result"][k] = EntryResult.KEY_MISMATCH
+                e["total"][k] = int(self.tree.total())
+            done = np.array([(b["count"], b["count"], b["beta"])], BATCH_DTYPE)
+            reply = Header(
+                op=Op.UPDATE_REPLY, flags=h.flags | Flag.SWITCH_UPDATED, table_id=h.table_id,
+                request_id=h.request_id, total=int(self.tree.total()),
+            )  # fmt: skip
+            self.sock.sendto(reply.pack() + done.tobytes() + e.tobytes(), addr)
+            return True
         if h.op == Op.UPDATE_PRIORITY:
             if h.index >= self.tree.leaves:
                 self._send(addr, h, Op.ERROR, b"", Status.BAD_INDEX)
@@ -430,7 +457,9 @@ def test_switch_client_datagrams() -> None:
         return None
 
     cap = Capture(reply)
-    cfg = ReplayConfig(backend="switch", server_port=cap.port, max_size=10, alpha=0.5, seed=3, timeout_s=0.05)
+    cfg = ReplayConfig(
+        backend="switch", server_port=cap.port, max_size=10, alpha=0.5, seed=3, timeout_s=0.05, switch_batch=1
+    )
     try:
         with SwitchReplayClient(cfg) as c:
             assert c.update_priorities(np.array([3, 14, 25, 14], dtype=np.uint64), [4.0, 9.0, 0.0, 1.0]) == (
@@ -497,11 +526,61 @@ def test_switch_client_refuses_replies_the_switch_did_not_make() -> None:
 def test_switch_client_times_out_when_nobody_answers() -> None:
     cap = Capture(lambda h, d: None)
     try:
-        cfg = ReplayConfig(server_port=cap.port, max_size=8, timeout_s=0.02, max_tries=2, window=2)
+        cfg = ReplayConfig(
+            server_port=cap.port, max_size=8, timeout_s=0.02, max_tries=2, window=2, switch_batch=1
+        )
         with SwitchReplayClient(cfg) as c, pytest.raises(ReplayTimeout, match="UPDATE_PRIORITY"):
             c.update_priorities([1, 2, 3], [1.0, 1.0, 1.0])
         cap.close()  # joins the capture thread: everything sent has been recorded
         assert len([h for h, _ in cap.got if h.op == Op.UPDATE_PRIORITY]) == 4  # window 2, 2 tries each
+    finally:
+        cap.close()
+
+
+def test_switch_client_update_batches() -> None:
+    """UPDATEs go out switch_batch entries per datagram (flag MULTI, the last datagram shorter);
+    each entry's result comes back in the reply: KEY_MISMATCH entries count as ignored, a
+    BAD_INDEX entry raises, and a reply that does not hold the batch is refused."""
+    mismatch = {7}  # slots the model answers KEY_MISMATCH for
+    bad_index: set[int] = set()
+    cut = [False]
+
+    def reply(h: Header, data: bytes) -> bytes | None:
+        b = np.frombuffer(data, BATCH_DTYPE, 1, HEADER_BYTES)[0]
+        e = np.frombuffer(data, ENTRY_DTYPE, int(b["count"]), HEADER_BYTES + 8).copy()
+        e["result"] = [
+            EntryResult.BAD_INDEX if i in bad_index else EntryResult.KEY_MISMATCH if i in mismatch else 0
+            for i in e["index"].tolist()
+        ]
+        done = np.array([(b["count"], b["count"], b["beta"])], BATCH_DTYPE).tobytes()
+        head = Header(op=Op.UPDATE_REPLY, flags=h.flags | Flag.SWITCH_UPDATED, request_id=h.request_id)
+        body = done + e.tobytes()
+        return head.pack() + (body[:-1] if cut[0] else body)
+
+    cap = Capture(reply)
+    cfg = ReplayConfig(backend="switch", server_port=cap.port, max_size=100, alpha=1.0, seed=3,
+                       timeout_s=0.05, switch_batch=4)  # fmt: skip
+    try:
+        with SwitchReplayClient(cfg) as c:
+            keys = np.array([5, 7, 1, 2, 3, 4, 105, 8, 9, 10], np.uint64)  # 105: slot 5 again
+            assert c.update_priorities(keys, np.arange(1.0, 11.0)) == (9, 1)
+            sent = [(h, d) for h, d in cap.got if h.op == Op.UPDATE_PRIORITY]
+            assert [len(d) for _, d in sent] == [8 + 20 * n for n in (4, 4, 1)]  # 9 slots
+            assert all(h.flags == Flag.MULTI and h.frag_count == 1 for h, _ in sent)
+            entries = np.concatenate([np.frombuffer(d, ENTRY_DTYPE, (len(d) - 8) // 20, 8) for _, d in sent])
+            got = {int(e["index"]): (int(e["priority"]), int(e["draw"])) for e in entries}
+            assert sorted(got) == [1, 2, 3, 4, 5, 7, 8, 9, 10]
+            assert got[5] == (7 * 4096, 106)  # slot 5 keeps its last key (105) and priority (7.0)
+            assert got[10] == (10 * 4096, 11)
+            assert all(np.frombuffer(d, BATCH_DTYPE, 1)["next"][0] == 0 for _, d in sent)
+            bad_index.add(3)
+            with pytest.raises(ReplayError, match="leaf 3 is beyond") as err:
+                c.update_priorities([1, 3], [1.0, 1.0])
+            assert err.value.status == Status.BAD_INDEX
+            bad_index.clear()
+            cut[0] = True
+            with pytest.raises(ProtocolError, match="bytes, not 80"):
+                c.update_priorities([1, 3], [1.0, 1.0])
     finally:
         cap.close()
 

@@ -84,7 +84,8 @@ header agg_values_h {
     AGG_VALUE_LIST(AGG_VALUE_FIELD)
 }
 
-// Replay header, 32 bytes (docs/replay_protocol.md); the body that follows is not parsed.
+// Replay header, 32 bytes (docs/replay_protocol.md); the body that follows is parsed only for a
+// switch-path batch (flag MULTI).
 header replay_h {
     bit<8>  op;          // REPLAY_OP_*
     bit<8>  flags;       // REPLAY_FLAG_*
@@ -101,6 +102,23 @@ header replay_h {
     bit<16> reserved;
 }
 
+// A switch-path batch (flag MULTI): one datagram carries up to REPLAY_MAX_ENTRIES draws or
+// priority updates, done one per pass (the packet recirculates until `next` reaches `count`).
+header replay_batch_h {
+    bit<16> next;        // entries done so far (0 from the client)
+    bit<16> count;       // entries in the datagram, 1..REPLAY_MAX_ENTRIES
+    bit<32> beta;        // SAMPLE: f32 beta for the server; UPDATE: 0
+}
+
+header replay_entry_h {
+    bit<32> index;       // leaf (SAMPLE: written by the switch; UPDATE: the leaf to set)
+    bit<32> priority;    // fixed-point leaf priority (SAMPLE: written by the switch)
+    bit<32> draw;        // SAMPLE: u; UPDATE: the item's key + 1 (mod 2^32)
+    bit<32> total;       // the tree's total after this entry (written by the switch)
+    bit<8>  result;      // UPDATE: REPLAY_RESULT_* (written by the switch)
+    bit<24> reserved;
+}
+
 struct headers_t {
     ethernet_h     ethernet;
     ipv4_h         ipv4;
@@ -109,6 +127,8 @@ struct headers_t {
     agg_h          agg;
     agg_values_h   agg_values;
     replay_h       replay;
+    replay_batch_h replay_batch;
+    replay_entry_h[REPLAY_MAX_ENTRIES] replay_entries;
 }
 
 // Per-packet state of the aggregation controls.
@@ -152,6 +172,17 @@ struct replay_meta_t {
     bit<32> delta;       // UPDATE: new leaf value - old leaf value (mod 2^32)
     bit<1>  reflected;   // the packet goes back to its sender (UPDATE_REPLY or ERROR)
     bit<1>  apply_update; // UPDATE: the leaf holds this key (or INSERT): set it
+    // the operation of this pass: the header's fields, or the batch entry `next`
+    bit<32> index;       // UPDATE: the leaf to set; SAMPLE: the leaf chosen
+    bit<32> priority;    // UPDATE: its new value; SAMPLE: the chosen leaf's value
+    bit<32> key;         // UPDATE: the item's key + 1
+    bit<32> u;           // SAMPLE: the draw, a fraction of 2^32
+    bit<32> total;       // the tree's total after the operation
+    bit<8>  result;      // UPDATE: REPLAY_RESULT_*
+    bit<16> entries_left; // parser: batch entries still to extract
+    bit<1>  again;       // egress recirculates the batch for its next entry
+    @field_list(REPLAY_FIELD_LIST)
+    bit<1>  continued;   // this pass is a recirculated batch's (kept across recirculation)
 }
 
 struct metadata_t {

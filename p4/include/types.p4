@@ -85,6 +85,9 @@ const bit<8>  REPLAY_VERSION = 1;
 // UDP lengths of the switch path's datagrams: 8 + 32-byte header (+ SAMPLE's u32, f32 body).
 const bit<16> REPLAY_UDP_LEN_UPDATE = 40;
 const bit<16> REPLAY_UDP_LEN_SAMPLE = 48;
+// A batch (flag MULTI): 8 + 32-byte header + 8-byte batch header + 20 bytes per entry.
+const bit<16> REPLAY_UDP_LEN_BATCH = 48;
+const bit<16> REPLAY_MAX_ENTRIES = 16;   // entries per batch: one pass each (recirculation)
 
 const bit<8> REPLAY_OP_SAMPLE        = 3;
 const bit<8> REPLAY_OP_UPDATE        = 5;    // UPDATE_PRIORITY
@@ -96,6 +99,14 @@ const bit<8> REPLAY_FLAG_RANDOM_DRAW    = 0x02;
 const bit<8> REPLAY_FLAG_SWITCH_UPDATED = 0x04;
 const bit<8> REPLAY_FLAG_INSERT         = 0x08;  // UPDATE: a new item in the leaf (its key is set)
 const bit<8> REPLAY_FLAG_KEY_MISMATCH   = 0x10;  // UPDATE_REPLY: ignored, the leaf holds another item
+const bit<8> REPLAY_FLAG_MULTI          = 0x20;  // SAMPLE/UPDATE: a batch of entries (replay_batch_h)
+
+// An UPDATE batch entry's outcome (replay_entry_h.result)
+const bit<8> REPLAY_RESULT_APPLIED      = 0;
+const bit<8> REPLAY_RESULT_KEY_MISMATCH = 1;
+const bit<8> REPLAY_RESULT_BAD_INDEX    = 2;
+// The field list a batch's recirculated passes keep (replay_meta_t.continued)
+#define REPLAY_FIELD_LIST 1
 
 const bit<8> REPLAY_STATUS_BAD_INDEX = 4;
 

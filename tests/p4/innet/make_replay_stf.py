@@ -10,7 +10,11 @@ root), but only when it carries INSERT (the leaf then remembers the key in `draw
 leaf remembers (else KEY_MISMATCH, nothing changed); SAMPLE descends with
 floor(draw * total / 2^32) (go left while the draw is below the left child's mass), writes
 index/priority/total, sets SWITCH_SAMPLED, UDP checksum 0 and is routed to the server by ipv4_lpm.
-Packets of tables the switch does not hold are routed unchanged.
+A batch (flag MULTI: an 8-byte batch header `next, count, beta`, then `count` 20-byte entries
+`index, priority, draw, total, result`) does the same per entry, in order: an UPDATE batch comes
+back once with every entry's result and total, a SAMPLE batch goes to the server once with every
+entry's leaf, priority and total (the switch recirculates it for each entry; the file sees only
+what leaves the switch). Packets of tables the switch does not hold are routed unchanged.
 """
 
 from __future__ import annotations
@@ -35,7 +39,11 @@ REPLAY_PORT = 47100
 DEPTH = 14  # REPLAY_TREE_DEPTH in p4/include/types.p4
 TREES = 4  # REPLAY_TREES
 OP_PUSH, OP_SAMPLE, OP_UPDATE, OP_UPDATE_REPLY, OP_ERROR = 1, 3, 5, 6, 255
-F_SAMPLED, F_RANDOM, F_UPDATED, F_INSERT, F_MISMATCH = 0x01, 0x02, 0x04, 0x08, 0x10
+F_SAMPLED, F_RANDOM, F_UPDATED, F_INSERT, F_MISMATCH, F_MULTI = 0x01, 0x02, 0x04, 0x08, 0x10, 0x20
+R_APPLIED, R_MISMATCH, R_BAD_INDEX = 0, 1, 2  # a batch entry's result
+BATCH = struct.Struct("!HHf")  # next, count, beta
+ENTRY = struct.Struct("!IIIIB3x")  # index, priority, draw, total, result
+MAX_ENTRIES = 16
 BAD_INDEX = 4
 HEADER = struct.Struct("!BBHIHHIIIIBBH")  # 32 bytes, docs/replay_protocol.md
 RP = "InnetIngress.replay."
@@ -92,10 +100,12 @@ def routed(frame: bytes, new_hdr: bytes | None = None) -> bytes:
     return bytes(p)
 
 
-def reflected(frame: bytes, new_hdr: bytes) -> bytes:
-    """The frame sent back to its sender: addresses and ports swapped, TTL 64, UDP checksum 0."""
+def reflected(frame: bytes, new_hdr: bytes, body: bytes | None = None) -> bytes:
+    """The frame sent back to its sender: addresses and ports swapped, TTL 64, UDP checksum 0;
+    ``body`` replaces the body after the replay header when given."""
     p = Ether(frame)
-    body = bytes(p[UDP].payload)[32:]
+    if body is None:
+        body = bytes(p[UDP].payload)[32:]
     out = (
         Ether(dst=p[Ether].src, src=p[Ether].dst)
         / IP(src=p[IP].dst, dst=p[IP].src, ttl=64, id=p[IP].id, flags=p[IP].flags, tos=p[IP].tos)
@@ -175,6 +185,76 @@ class SumTreeModel:
             ),
         )
 
+    def update_entry(self, tree: int, num_leaves: int, flags: int, index: int, prio: int, key: int) -> int:
+        """One UPDATE (of a batch or alone); its result."""
+        if index >= num_leaves:
+            self.bad_index += 1
+            return R_BAD_INDEX
+        if flags & F_INSERT:
+            self.keys[tree][index] = key
+        elif key == 0 or self.keys[tree][index] != key:  # keys travel as key + 1
+            self.key_mismatch += 1
+            return R_MISMATCH
+        self.leaves[tree][index] = prio
+        self.counters["updates", tree] += 1
+        return R_APPLIED
+
+    def update_batch(self, frame: bytes) -> bytes:
+        payload = bytes(Ether(frame)[UDP].payload)
+        op, flags, table, req, fi, fc, index, prio, draw, _total, status, ver, res = HEADER.unpack(
+            payload[:32]
+        )
+        _next, count, beta = BATCH.unpack(payload[32:40])
+        tree, num_leaves = self.tables[table]
+        entries = b""
+        for k in range(count):
+            i, p, key, _t, _r = ENTRY.unpack_from(payload, 40 + ENTRY.size * k)
+            result = self.update_entry(tree, num_leaves, flags, i, p, key)
+            entries += ENTRY.pack(i, p, key, self.total(tree), result)
+        new = HEADER.pack(
+            OP_UPDATE_REPLY,
+            flags | F_UPDATED,
+            table,
+            req,
+            fi,
+            fc,
+            index,
+            prio,
+            draw,
+            self.total(tree),
+            status,
+            ver,
+            res,
+        )
+        return reflected(frame, new, BATCH.pack(count, count, beta) + entries)
+
+    def sample_batch(self, frame: bytes, random_draw: bool = False) -> Out:
+        payload = bytes(Ether(frame)[UDP].payload)
+        op, flags, table, req, fi, fc, index, prio, draw, _t, status, ver, res = HEADER.unpack(payload[:32])
+        _next, count, beta = BATCH.unpack(payload[32:40])
+        tree, _ = self.tables[table]
+        entries = b""
+        free: set[int] = set()
+        for k in range(count):
+            _i, _p, u, _tt, r = ENTRY.unpack_from(payload, 40 + ENTRY.size * k)
+            self.counters["samples", tree] += 1
+            i, p = (0, 0) if random_draw else self.choose(tree, u)
+            entries += ENTRY.pack(i, p, u, self.total(tree), r)
+            if random_draw:  # index and priority depend on the switch's random numbers
+                start = 14 + 20 + 8 + 40 + ENTRY.size * k
+                free |= set(range(start, start + 8))
+        new = HEADER.pack(
+            op, flags | F_SAMPLED, table, req, fi, fc, index, prio, draw, self.total(tree), status, ver, res
+        )
+        p = Ether(frame)
+        p[Ether].dst, p[Ether].src = SERVER_NH, ROUTER
+        p[IP].ttl -= 1
+        p[IP].chksum = None
+        p[UDP].remove_payload()
+        p[UDP].chksum = 0
+        data = bytes(p / Raw(new + BATCH.pack(count, count, beta) + entries))
+        return Out(SERVER_PORT, data, frozenset(free))
+
     def choose(self, tree: int, u: int) -> tuple[int, int]:
         """Leaf index and value for fraction u: the first leaf whose prefix sum exceeds the draw;
         with nothing to choose (total 0) the descent ends at the last leaf."""
@@ -224,7 +304,7 @@ class ReplayStf(StfFile):
             "# GENERATED by tests/p4/innet/make_replay_stf.py: do not edit by hand; change the script and",
             "# run  .venv/bin/python tests/p4/innet/make_replay_stf.py",
         ]
-        self.lines[3:5] = [
+        self.lines[3:7] = [  # (the aggregation files' packet layout lines do not apply)
             "# Expected packets and counters come from the script's model of docs/replay_protocol.md,",
             "# not from running the switch. Packet hex: Ethernet | IPv4 | UDP | replay header | body.",
         ]
@@ -288,6 +368,37 @@ class ReplayStf(StfFile):
                 f"{idx} (priority {prio})",
             )
         self.c(*why)
+        self.packet(LEARNER_PORT, frame)
+        self.expect(out)
+
+    def update_batch(
+        self,
+        model: SumTreeModel,
+        table: int,
+        req: int,
+        entries: list[tuple[int, int, int]],
+        insert: bool,
+        *why: str,
+    ) -> None:
+        """An UPDATE batch of (index, priority, key + 1) entries."""
+        body = BATCH.pack(0, len(entries), 0.0) + b"".join(ENTRY.pack(i, p, k, 0, 0) for i, p, k in entries)
+        flags = F_MULTI | (F_INSERT if insert else 0)
+        frame = request(header(OP_UPDATE, table, req, flags=flags), body)
+        self.c(*why) if why else self.c(
+            f"UPDATE batch ({'INSERT' if insert else 'learner'}) table {table}: "
+            f"(leaf, priority, key+1) {entries}"
+        )
+        self.packet(LEARNER_PORT, frame)
+        self.expect(Out(LEARNER_PORT, model.update_batch(frame)))
+
+    def sample_batch(
+        self, model: SumTreeModel, table: int, req: int, us: list[int], *why: str, random_draw: bool = False
+    ) -> None:
+        body = BATCH.pack(0, len(us), 0.4) + b"".join(ENTRY.pack(0, 0, u, 0, 0) for u in us)
+        flags = F_MULTI | (F_RANDOM if random_draw else 0)
+        frame = request(header(OP_SAMPLE, table, req, flags=flags), body)
+        out = model.sample_batch(frame, random_draw)
+        self.c(*why) if why else self.c(f"SAMPLE batch table {table}, u = {[hex(u) for u in us]}")
         self.packet(LEARNER_PORT, frame)
         self.expect(out)
 
@@ -517,7 +628,85 @@ def replay_keys() -> StfFile:
     return f
 
 
-SCENARIOS = [replay_update_sample, replay_keys, replay_full_depth, replay_isolation, replay_passthrough]
+def replay_batch() -> StfFile:
+    f = ReplayStf(
+        "replay_batch",
+        [
+            "Batches (flag MULTI): one datagram of up to 16 UPDATEs or SAMPLE draws, done entry by entry",
+            "in order. An UPDATE batch comes back once, every entry with its result (applied, KEY_MISMATCH,",
+            "BAD_INDEX) and the total after it; a leaf named twice keeps the later value. A SAMPLE batch",
+            "goes to the server once with each entry's leaf, priority and total. Batches the switch does",
+            "not take (count 0 or above 16, a length that does not fit the count, `next` not 0, entries",
+            "cut short) are routed to the server unchanged.",
+        ],
+    )
+    m = SumTreeModel()
+    f.route_to_server()
+    f.hold(m, 0, 1, 1000)
+    f.watch_port0()
+    f.update_batch(m, 0, 1, [(0, 5, 1), (1, 3, 2), (7, 10, 8)], True)
+    f.update_batch(
+        m,
+        0,
+        2,
+        [(1, 30, 2), (7, 40, 99), (1000, 1, 1001), (0, 6, 1), (1, 31, 2)],
+        False,
+        "learner UPDATE batch: leaf 1 := 30, leaf 7 with another key (ignored), leaf 1000 (BAD_INDEX),",
+        "leaf 0 := 6, leaf 1 again := 31 (the later value stays)",
+    )
+    full = [(100 + 37 * k, 1 + k * k, 200 + k) for k in range(MAX_ENTRIES)]
+    f.update_batch(m, 0, 3, full, True, "a full batch: 16 INSERTs, one recirculation pass each")
+    f.sample_batch(m, 0, 4, [u_for(m, 1, d) for d in (0, 5, 6, 36)] + [M32])
+    f.sample_batch(
+        m,
+        0,
+        5,
+        [0] * 3,
+        "SAMPLE batch with RANDOM_DRAW: the leaves depend on the switch's random numbers "
+        "(index and priority bytes are don't-care)",
+        random_draw=True,
+    )
+    f.sample_batch(m, 0, 6, [u_for(m, 1, d) for d in range(0, 2 * MAX_ENTRIES, 2)], "a full SAMPLE batch")
+
+    def batch_frame(op: int, req: int, count: int, entries: int, next_: int = 0, **udp: int) -> bytes:
+        body = BATCH.pack(next_, count, 0.0) + b"".join(ENTRY.pack(k, 1, k + 1, 0, 0) for k in range(entries))
+        return bytes(
+            Ether(dst=ROUTER, src=LEARNER_MAC)
+            / IP(src=LEARNER_IP, dst=SERVER_IP, ttl=64, id=0x4242)
+            / UDP(sport=LEARNER_UDP, dport=REPLAY_PORT, chksum=0, **udp)
+            / Raw(header(op, 0, req, flags=F_MULTI | F_INSERT) + body)
+        )
+
+    cases = [
+        ("UPDATE batch of count 0", batch_frame(OP_UPDATE, 10, 0, 0)),
+        ("UPDATE batch of count 17 (17 entries)", batch_frame(OP_UPDATE, 11, 17, 17)),
+        ("UPDATE batch of count 3 holding 4 entries", batch_frame(OP_UPDATE, 12, 3, 4)),
+        (
+            "SAMPLE batch of count 4 holding 3 entries, UDP length saying 4",
+            batch_frame(OP_SAMPLE, 13, 4, 3, len=8 + 32 + 8 + 4 * ENTRY.size),
+        ),
+        (
+            "UPDATE batch with next = 1 from a host (only the switch's recirculated passes go on)",
+            batch_frame(OP_UPDATE, 14, 2, 2, next_=1),
+        ),
+        ("UPDATE with MULTI and no batch header", request(header(OP_UPDATE, 0, 15, flags=F_MULTI))),
+    ]
+    for why, frame in cases:
+        f.c(why + ": routed unchanged")
+        f.packet(LEARNER_PORT, frame)
+        f.expect(Out(SERVER_PORT, routed(frame)))
+    f.replay_counters(m)
+    return f
+
+
+SCENARIOS = [
+    replay_update_sample,
+    replay_batch,
+    replay_keys,
+    replay_full_depth,
+    replay_isolation,
+    replay_passthrough,
+]
 
 
 def main() -> None:
