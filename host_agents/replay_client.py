@@ -522,6 +522,8 @@ _REQUEST_ROW_BYTES = 64
 # probability, weight and length (docs/replay_protocol.md); the item's bytes follow
 _SAMPLE_ONE_DTYPE = np.dtype([("table_size", ">u8"), ("count", ">u4"), ("key", ">u8"), ("probability", ">f4"),
                               ("weight", ">f4"), ("length", ">u4")])  # fmt: skip
+# an item's fixed part in a SAMPLE_REPLY; its bytes follow
+_ITEM_HEAD = np.dtype([("key", ">u8"), ("probability", ">f4"), ("weight", ">f4"), ("length", ">u4")])
 
 
 @dataclass
@@ -994,20 +996,34 @@ class SwitchReplayClient(ReplayClient):
     def sample(self, batch_size: int, beta: float | None = None) -> SampleBatch:
         b = check_batch_size(batch_size)
         beta_ = self._beta(beta)
-        flags = Flag.RANDOM_DRAW if self.config.random_draw else 0
+        flags = int(Flag.RANDOM_DRAW) if self.config.random_draw else 0
         draws = np.zeros(b, dtype=np.uint32) if self.config.random_draw else stratified_draws(b, self.rng)
-        body = encode_sample_request(1, beta_)
+        if self.config.switch_batch > 1:
+            one, items = self._sample_batches(draws, beta_, flags)
+        else:
+            one, items = self._sample_one_each(draws, beta_, flags)
+        keys = one["key"].astype(np.uint64)
+        probs = one["probability"].astype(np.float64)
+        weights = one["weight"].astype(np.float64)
+        table_size = int(one["table_size"].max()) if b else 0
+        w = weights
+        # The switch has no min-tree: normalize by the batch's largest weight instead.
+        w = w / w.max() if w.size and w.max() > 0 else w
+        self._saw_keys(keys)
+        return SampleBatch(keys=keys, items=items, probabilities=probs, weights=w, table_size=table_size)
+
+    def _sample_one_each(self, draws: np.ndarray, beta: float, flags: int) -> tuple[np.ndarray, list[bytes]]:
+        """One SAMPLE datagram per draw (switch_batch 1); each reply's (table_size, count, key,
+        probability, weight, length) record and the items."""
+        b = draws.size
+        body = encode_sample_request(1, beta)
         req = np.zeros(b, [("h", HEADER_DTYPE), ("body", f"S{len(body)}")])
         h = req["h"]
-        h["op"], h["flags"], h["table_id"] = Op.SAMPLE, int(flags), self.config.table_id
+        h["op"], h["flags"], h["table_id"] = Op.SAMPLE, flags, self.config.table_id
         h["request_id"], h["frag_count"], h["version"], h["draw"] = self._ids(b), 1, PROTOCOL_VERSION, draws
         req["body"] = body
         r = self._exchange_table(req.view(np.uint8).reshape(b, -1), Op.SAMPLE)
-        wrong = np.flatnonzero(r.heads["op"] != Op.SAMPLE_REPLY)
-        if wrong.size:
-            i = int(wrong[0])
-            name = Header(op=int(r.heads["op"][i])).op_name
-            raise ProtocolError(f"SAMPLE {int(r.heads['request_id'][i])} answered by {name}")
+        self._check_sample_replies(r)
         # one-datagram replies (the usual case) decoded as arrays, the others one by one
         one = np.zeros(b, _SAMPLE_ONE_DTYPE)
         start = HEADER_BYTES + _SAMPLE_ONE_DTYPE.itemsize
@@ -1039,15 +1055,73 @@ class SwitchReplayClient(ReplayClient):
             it = reply.items[0]
             one[i] = (reply.table_size, 1, it.key, it.probability, it.weight, len(it.data))
             items[i] = it.data
-        keys = one["key"].astype(np.uint64)
-        probs = one["probability"].astype(np.float64)
-        weights = one["weight"].astype(np.float64)
-        table_size = int(one["table_size"].max()) if b else 0
-        w = weights
-        # The switch has no min-tree: normalize by the batch's largest weight instead.
-        w = w / w.max() if w.size and w.max() > 0 else w
-        self._saw_keys(keys)
-        return SampleBatch(keys=keys, items=items, probabilities=probs, weights=w, table_size=table_size)
+        return one, items
+
+    def _check_sample_replies(self, r: _Replies) -> None:
+        wrong = np.flatnonzero(r.heads["op"] != Op.SAMPLE_REPLY)
+        if wrong.size:
+            i = int(wrong[0])
+            name = Header(op=int(r.heads["op"][i])).op_name
+            raise ProtocolError(f"SAMPLE {int(r.heads['request_id'][i])} answered by {name}")
+
+    def _sample_batches(self, draws: np.ndarray, beta: float, flags: int) -> tuple[np.ndarray, list[bytes]]:
+        """SAMPLE batches (flag MULTI) of ``switch_batch`` draws: the switch walks its tree for
+        each entry, the server answers each batch with its items in entry order."""
+        b, per = draws.size, self.config.switch_batch
+        rows = -(-b // per)
+        counts = np.full(rows, per, np.int64)
+        counts[-1] = b - per * (rows - 1)
+        dt = np.dtype([("h", HEADER_DTYPE), ("b", BATCH_DTYPE), ("e", ENTRY_DTYPE, (per,))])
+        req = np.zeros(rows, dt)
+        h = req["h"]
+        h["op"], h["flags"], h["table_id"] = Op.SAMPLE, flags | Flag.MULTI, self.config.table_id
+        h["request_id"], h["frag_count"], h["version"] = self._ids(rows), 1, PROTOCOL_VERSION
+        req["b"]["count"], req["b"]["beta"] = counts, beta
+        e = np.zeros(rows * per, ENTRY_DTYPE)
+        e["draw"][:b] = draws
+        req["e"] = e.reshape(rows, per)
+        lengths = HEADER_BYTES + BATCH_DTYPE.itemsize + ENTRY_DTYPE.itemsize * counts
+        r = self._exchange_table(req.view(np.uint8).reshape(rows, dt.itemsize), Op.SAMPLE, lengths)
+        self._check_sample_replies(r)
+        one = np.zeros(b, _SAMPLE_ONE_DTYPE)
+        # The usual reply: one datagram whose items all have one size; cut as arrays. Any other
+        # (fragments, mixed sizes) is decoded reply by reply.
+        head = HEADER_BYTES + 12  # table_size, count
+        width = r.rows.shape[1]
+        if not r.reassembled and rows and width >= head + _ITEM_HEAD.itemsize:
+            size = int.from_bytes(r.rows[0, head + 16 : head + 20].tobytes(), "big")
+            stride = _ITEM_HEAD.itemsize + size
+            fits = head + per * stride <= width and (r.lens == head + counts * stride).all()
+        else:
+            fits = False
+        if fits:
+            tops = np.ndarray((rows,), [("table_size", ">u8"), ("count", ">u4")], r.rows, HEADER_BYTES,
+                              (r.rows.strides[0],))  # fmt: skip
+            item_dt = np.dtype(_ITEM_HEAD.descr + [("data", f"V{size}")] if size else _ITEM_HEAD.descr)
+            grid = np.ndarray((rows, per), item_dt, r.rows, head, (r.rows.strides[0], stride))
+            got = grid[np.arange(per) < counts[:, None]]  # the entries each reply holds
+            if (tops["count"] != counts).any() or (got["length"] != size).any():
+                fits = False
+        if fits:
+            for f in ("key", "probability", "weight", "length"):
+                one[f] = got[f]
+            one["table_size"] = np.repeat(tops["table_size"], counts)
+            one["count"] = 1
+            blob = got["data"].tobytes() if size else b""
+            items = [blob[k : k + size] for k in range(0, b * size, size)] if size else [b""] * b
+            return one, items
+        items = []
+        at = 0
+        for i in range(rows):
+            reply = decode_sample_reply(r.body(i))  # raises ProtocolError for a malformed body
+            if len(reply.items) != counts[i]:
+                raise ProtocolError(f"a {int(counts[i])}-draw SAMPLE batch was answered with "
+                                    f"{len(reply.items)} items")  # fmt: skip
+            for it in reply.items:
+                one[at] = (reply.table_size, 1, it.key, it.probability, it.weight, len(it.data))
+                items.append(it.data)
+                at += 1
+        return one, items
 
     def update_priorities(
         self, keys: np.ndarray | Sequence[int], priorities: np.ndarray | Sequence[float]

@@ -237,13 +237,25 @@ class ScriptedServer:
             self.sock.sendto(reply.pack(), addr)
             return True
         total = int(self.tree.total())
-        _, beta = decode_sample_request(data[HEADER_BYTES:])
-        draw = int(np.random.default_rng().integers(0, 1 << 32)) if h.flags & Flag.RANDOM_DRAW else h.draw
-        index = int(self.tree.find_prefixsum([(draw * total) >> 32])[0])
-        priority = int(self.tree[index])
         n = len(self.replay)
-        prob = priority / total
-        item = SampledItem(self.keys[index], prob, (n * prob) ** -beta, self.items[index])
+        if h.flags & Flag.MULTI:  # a batch: the switch walks once per entry, the server answers all
+            b = np.frombuffer(data, BATCH_DTYPE, 1, HEADER_BYTES)[0]
+            e = np.frombuffer(data, ENTRY_DTYPE, int(b["count"]), HEADER_BYTES + 8)
+            beta = float(b["beta"])
+            draws = e["draw"].astype(np.int64).tolist()
+        else:
+            _, beta = decode_sample_request(data[HEADER_BYTES:])
+            draws = [h.draw]
+        if h.flags & Flag.RANDOM_DRAW:
+            draws = np.random.default_rng().integers(0, 1 << 32, len(draws)).tolist()
+        items = []
+        for draw in draws:
+            index = int(self.tree.find_prefixsum([(draw * total) >> 32])[0])
+            priority = int(self.tree[index])
+            prob = priority / total
+            items.append(SampledItem(self.keys[index], prob, (n * prob) ** -beta, self.items[index]))
+        if h.flags & Flag.MULTI:  # (each entry's leaf is in the request's body, not the header)
+            index = priority = draw = 0
         reply = Header(
             op=Op.SAMPLE_REPLY, flags=h.flags | Flag.SWITCH_SAMPLED, table_id=h.table_id,
             request_id=h.request_id, index=index, priority=priority, draw=draw, total=total,
@@ -255,7 +267,7 @@ class ScriptedServer:
         drop = self.drop_reply_frags
         if not self.lossy_forever:
             self.drop_reply_frags = set()
-        for k, d in enumerate(fragment(reply, encode_sample_reply(n, [item]))):
+        for k, d in enumerate(fragment(reply, encode_sample_reply(n, items))):
             if k not in drop:
                 self.sock.sendto(d, addr)
         return True

@@ -19,6 +19,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from host_agents import replay_protocol as rp
@@ -459,6 +460,55 @@ def test_switch_path_sample(replay_server, client_for) -> None:
     )
     status, _ = c.error(Op.UPDATE_PRIORITY, b"", index=1, priority=10)
     assert status == Status.NOT_SWITCH_SAMPLED
+
+
+def batch_body(entries: list[tuple[int, int, int]], beta: float = 0.5, done: int | None = None) -> bytes:
+    """A switch-walked SAMPLE batch's body: (index, priority, total) per entry, `next` = done."""
+    b = np.array([(len(entries) if done is None else done, len(entries), beta)], rp.BATCH_DTYPE)
+    e = np.zeros(len(entries), rp.ENTRY_DTYPE)
+    for k, (i, p, t) in enumerate(entries):
+        e[k]["index"], e[k]["priority"], e[k]["total"] = i, p, t
+    return b.tobytes() + e.tobytes()
+
+
+def test_switch_path_sample_batches(replay_server, client_for) -> None:
+    """A SAMPLE batch the switch walked (MULTI + SWITCH_SAMPLED) is answered with one item per
+    entry, in entry order, each with its own probability and unnormalized weight; a batch the
+    switch did not finish, or a malformed one, gets an error; a host table refuses batches."""
+    srv = replay_server("--table", "sw:max_size=8,priorities=switch", "--table", "host:max_size=8")
+    c = client_for(srv)
+    c.push([(1.0, b"a"), (1.0, b"bb"), (1.0, b"ccc")])
+    c.push([(1.0, b"x")], table_id=1)
+    sw = Flag.SWITCH_SAMPLED | Flag.MULTI
+    body = batch_body([(2, 6, 12), (0, 3, 12), (2, 6, 12), (1, 3, 9)])
+    r = rp.decode_sample_reply(c.ok(Op.SAMPLE, body, flags=sw))
+    assert r.table_size == 3
+    assert [(it.key, it.data) for it in r.items] == [(2, b"ccc"), (0, b"a"), (2, b"ccc"), (1, b"bb")]
+    assert [it.probability for it in r.items] == pytest.approx([0.5, 0.25, 0.5, 1 / 3])
+    weights = [(3 * p) ** -0.5 for p in (0.5, 0.25, 0.5, 1 / 3)]
+    assert [it.weight for it in r.items] == pytest.approx(weights)
+    full = rp.decode_sample_reply(c.ok(Op.SAMPLE, batch_body([(k % 3, 1, 3) for k in range(16)]), flags=sw))
+    assert [it.key for it in full.items] == [k % 3 for k in range(16)]
+
+    def status(body: bytes, flags: int = sw, table_id: int = 0) -> tuple[int, str]:
+        return c.error(Op.SAMPLE, body, table_id, flags=flags)
+
+    unfinished = batch_body([(0, 1, 3), (1, 1, 3)], done=1)
+    assert status(unfinished) == (Status.MALFORMED, "the switch did 1 of the batch's 2 draws")
+    assert status(batch_body([(0, 1, 3)] * 17))[0] == Status.MALFORMED
+    assert status(batch_body([]))[0] == Status.MALFORMED
+    assert status(batch_body([(0, 1, 3), (1, 1, 3)])[:-1])[0] == Status.MALFORMED
+    assert status(batch_body([(0, 1, 3), (5, 1, 3)]))[0] == Status.EMPTY  # slot 5 holds nothing
+    assert status(batch_body([(0, 1, 3), (8, 1, 3)]))[0] == Status.BAD_INDEX
+    assert status(batch_body([(0, 4, 3)]))[0] == Status.MALFORMED  # total below the priority
+    assert status(batch_body([(0, 1, 3)], beta=math.nan))[0] == Status.MALFORMED
+    assert status(batch_body([(0, 1, 3)]), flags=Flag.MULTI)[0] == Status.NOT_SWITCH_SAMPLED
+    st, msg = status(batch_body([(0, 1, 3)]), flags=Flag.MULTI, table_id=1)
+    assert st == Status.MALFORMED and "switch path" in msg
+    st, msg = c.error(Op.UPDATE_PRIORITY, batch_body([(0, 1, 0)]), 1, flags=Flag.MULTI)
+    assert st == Status.MALFORMED and "switch path" in msg
+    assert [it.data for it in c.sample(4, table_id=1).items] == [b"x"] * 4  # the host table is intact
+    assert c.info()["tables"][0]["size"] == 3
 
 
 def test_checkpoint_kill_restart_restores_everything(replay_server, client_for, tmp_path: Path) -> None:

@@ -39,7 +39,14 @@ enum rp_flag {
     RP_FLAG_SWITCH_UPDATED = 0x04,
     RP_FLAG_INSERT = 0x08,       /* switch UPDATE: a new item; the leaf remembers its key */
     RP_FLAG_KEY_MISMATCH = 0x10, /* switch UPDATE_REPLY: ignored, the leaf holds another item */
+    RP_FLAG_MULTI = 0x20,        /* switch SAMPLE/UPDATE: a batch of entries */
 };
+
+/* A switch-path batch (flag MULTI): u16 next, u16 count, f32 beta, then count entries of
+ * u32 index, u32 priority, u32 draw, u32 total, u8 result, 3 bytes reserved. */
+#define RP_BATCH_HEADER_BYTES 8u
+#define RP_BATCH_ENTRY_BYTES 20u
+#define RP_BATCH_MAX_ENTRIES 16u
 
 enum rp_status {
     RP_OK = 0,

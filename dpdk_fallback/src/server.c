@@ -299,9 +299,85 @@ static int put_item(struct rs_buf *out, const struct rs_table *t, uint32_t slot,
     return 0;
 }
 
+/* One slot the switch chose (index, its priority, the tree's total): the checks of a
+ * switch-sampled draw; 0 or the status, with err filled. */
+static int check_switch_draw(const struct rs_table *t, uint64_t size, uint32_t index,
+                             uint32_t priority, uint32_t total, char *err)
+{
+    /* an empty tree's walk ends at its last leaf, beyond a smaller table: EMPTY first */
+    if (total == 0 || priority == 0)
+        FAIL(RP_EMPTY, "the switch's tree for table '%s' holds no priority > 0", t->name);
+    if (index >= t->max_size)
+        FAIL(RP_BAD_INDEX, "switch index %u is beyond table '%s' (max_size %u)", index, t->name,
+             t->max_size);
+    if (index >= size)
+        FAIL(RP_EMPTY, "switch sampled slot %u of table '%s', which holds no item of priority > 0",
+             index, t->name);
+    if (total < priority)
+        FAIL(RP_MALFORMED, "switch total %u is below the sampled priority %u", total, priority);
+    return RP_OK;
+}
+
+/* A SAMPLE batch the switch walked (flags MULTI + SWITCH_SAMPLED): one item per entry, in the
+ * entries' order, each with its unnormalized weight. */
+static int op_sample_batch(struct rs_server *s, struct rs_table *t, const struct rp_header *h,
+                           const uint8_t *b, size_t len, struct rs_buf *out, char *err)
+{
+    if (!(h->flags & RP_FLAG_SWITCH_SAMPLED)) {
+        if (t->mode == RS_MODE_SWITCH)
+            FAIL(RP_NOT_SWITCH_SAMPLED,
+                 "table '%s' keeps its priorities in the switch, and this SAMPLE batch did not "
+                 "pass through a switch that holds it (control plane not run?)",
+                 t->name);
+        FAIL(RP_MALFORMED, "a SAMPLE batch (flag MULTI) is the switch path's; table '%s' is "
+             "sampled by the server (body u32 batch_size, f32 beta)", t->name);
+    }
+    if (len < RP_BATCH_HEADER_BYTES)
+        FAIL(RP_MALFORMED, "SAMPLE batch body is %zu bytes; its batch header is 8", len);
+    uint32_t next = rp_get16(b), count = rp_get16(b + 2);
+    float beta = rp_getf32(b + 4);
+    if (count == 0 || count > RP_BATCH_MAX_ENTRIES)
+        FAIL(RP_MALFORMED, "SAMPLE batch of %u entries; a batch holds 1 to %u", count,
+             RP_BATCH_MAX_ENTRIES);
+    if (len != RP_BATCH_HEADER_BYTES + RP_BATCH_ENTRY_BYTES * (size_t)count)
+        FAIL(RP_MALFORMED, "SAMPLE batch body is %zu bytes; %u entries need %u", len, count,
+             RP_BATCH_HEADER_BYTES + RP_BATCH_ENTRY_BYTES * count);
+    if (next != count)
+        FAIL(RP_MALFORMED, "the switch did %u of the batch's %u draws", next, count);
+    if (!isfinite(beta) || beta < 0)
+        FAIL(RP_MALFORMED, "beta %g must be finite and >= 0", (double)beta);
+    uint64_t size = rs_table_size(t);
+    const uint8_t *e = b + RP_BATCH_HEADER_BYTES;
+    for (uint32_t i = 0; i < count; i++, e += RP_BATCH_ENTRY_BYTES) {
+        int st = check_switch_draw(t, size, rp_get32(e), rp_get32(e + 4), rp_get32(e + 12), err);
+        if (st != RP_OK)
+            return st;
+    }
+    rs_buf_u64(out, size);
+    rs_buf_u32(out, count);
+    e = b + RP_BATCH_HEADER_BYTES;
+    for (uint32_t i = 0; i < count; i++, e += RP_BATCH_ENTRY_BYTES) {
+        double prob = (double)rp_get32(e + 4) / (double)rp_get32(e + 12);
+        double weight = pow((double)size * prob, -(double)beta);
+        if (put_item(out, t, rp_get32(e), prob, weight))
+            FAIL(RP_INTERNAL, "out of memory");
+    }
+    if (out->failed)
+        FAIL(RP_INTERNAL, "out of memory");
+    if (out->len > s->lim.max_message_bytes)
+        FAIL(RP_TOO_LARGE, "the reply would be %zu bytes; --max-message-bytes is %llu", out->len,
+             (unsigned long long)s->lim.max_message_bytes);
+    t->samples += count;
+    s->c.switch_samples++;
+    s->c.items_sampled += count;
+    return RP_OK;
+}
+
 static int op_sample(struct rs_server *s, struct rs_table *t, const struct rp_header *h,
                      const uint8_t *b, size_t len, struct rs_buf *out, char *err)
 {
+    if (h->flags & RP_FLAG_MULTI)
+        return op_sample_batch(s, t, h, b, len, out, err);
     if (len != 8)
         FAIL(RP_MALFORMED, "SAMPLE body is %zu bytes; it is u32 batch_size, f32 beta (8)", len);
     uint32_t batch = rp_get32(b);
@@ -313,18 +389,9 @@ static int op_sample(struct rs_server *s, struct rs_table *t, const struct rp_he
         /* the switch chose the slot: serve it with its unnormalized weight */
         if (batch != 1)
             FAIL(RP_MALFORMED, "a switch-sampled SAMPLE draws one item; batch_size is %u", batch);
-        /* an empty tree's walk ends at its last leaf, beyond a smaller table: EMPTY first */
-        if (h->total == 0 || h->priority == 0)
-            FAIL(RP_EMPTY, "the switch's tree for table '%s' holds no priority > 0", t->name);
-        if (h->index >= t->max_size)
-            FAIL(RP_BAD_INDEX, "switch index %u is beyond table '%s' (max_size %u)", h->index,
-                 t->name, t->max_size);
-        if (h->index >= size)
-            FAIL(RP_EMPTY, "switch sampled slot %u of table '%s', which holds no item of priority > 0",
-                 h->index, t->name);
-        if (h->total < h->priority)
-            FAIL(RP_MALFORMED, "switch total %u is below the sampled priority %u", h->total,
-                 h->priority);
+        int st = check_switch_draw(t, size, h->index, h->priority, h->total, err);
+        if (st != RP_OK)
+            return st;
         double prob = (double)h->priority / (double)h->total;
         double weight = pow((double)size * prob, -(double)beta);
         rs_buf_u64(out, size);
@@ -386,14 +453,17 @@ static int op_sample(struct rs_server *s, struct rs_table *t, const struct rp_he
     return RP_OK;
 }
 
-static int op_update(struct rs_server *s, struct rs_table *t, const uint8_t *b, size_t len,
-                     struct rs_buf *out, char *err)
+static int op_update(struct rs_server *s, struct rs_table *t, const struct rp_header *h,
+                     const uint8_t *b, size_t len, struct rs_buf *out, char *err)
 {
     if (t->mode == RS_MODE_SWITCH)
         FAIL(RP_NOT_SWITCH_SAMPLED,
              "table '%s' keeps its priorities in the switch; this UPDATE_PRIORITY reached the "
              "server, so no switch on the way holds the table (control plane not run?)",
              t->name);
+    if (h->flags & RP_FLAG_MULTI)
+        FAIL(RP_MALFORMED, "an UPDATE_PRIORITY batch (flag MULTI) is the switch path's; table "
+             "'%s' takes u32 count, then u64 key, f32 priority per entry", t->name);
     if (len < 4)
         FAIL(RP_MALFORMED, "UPDATE_PRIORITY body is %zu bytes; it needs at least a u32 count", len);
     uint32_t count = rp_get32(b);
@@ -571,7 +641,7 @@ static int dispatch(struct rs_server *s, const struct rp_header *h, const uint8_
     switch (h->op) {
     case RP_OP_PUSH: return op_push(s, t, b, len, out, err);
     case RP_OP_SAMPLE: return op_sample(s, t, h, b, len, out, err);
-    case RP_OP_UPDATE_PRIORITY: return op_update(s, t, b, len, out, err);
+    case RP_OP_UPDATE_PRIORITY: return op_update(s, t, h, b, len, out, err);
     case RP_OP_SET_PARAMS: return op_set_params(s, slot, b, len, out, err);
     case RP_OP_GET_PARAMS:
         if (len)
