@@ -120,11 +120,11 @@ class ReplayConfig:
     max_tries: int = 10
     """sends of one request (or rounds without progress) before ReplayTimeout"""
     window: int = 256
-    """switch path: datagrams outstanding at once (UPDATE_PRIORITY, per-item SAMPLE)"""
+    """switch path: datagrams outstanding at once (UPDATE_PRIORITY and SAMPLE datagrams)"""
     switch_batch: int = MAX_BATCH_ENTRIES
-    """switch path: priority updates per datagram (a batch, flag MULTI, that the switch
-    recirculates once per entry), 1..16; 1 sends the one-update datagrams of switches without
-    batches"""
+    """switch path: priority updates or SAMPLE draws per datagram (a batch, flag MULTI, that the
+    switch recirculates once per entry), 1..16; 1 sends one datagram per update or draw (the
+    form of switches without batches)"""
     max_message_bytes: int = 8 << 20
     """host path: an insert or update larger than this is split into several requests (keep
     at or below the server's --max-message-bytes)"""
@@ -608,11 +608,13 @@ class _Fragments:
 class SwitchReplayClient(ReplayClient):
     """The switch path: items on the server, priorities in the switch's register sum-tree.
 
-    insert = PUSH to the server, then one UPDATE_PRIORITY datagram per item setting leaf
-    key % max_size; sample(B) = B one-item SAMPLE datagrams with stratified draws, answered by
-    the server with the slot the switch picked; update_priorities = UPDATE datagrams. Datagrams
-    go out ``window`` at a time; unanswered ones are resent (same request_id) after
-    ``timeout_s``. Parameters and info go to the server as on the host path.
+    insert = PUSH to the server, then UPDATE_PRIORITY datagrams setting leaf key % max_size of
+    each item; sample(B) = SAMPLE datagrams carrying B stratified draws, answered by the server
+    with the slots the switch picked; update_priorities = UPDATE datagrams. Each datagram is a
+    batch of ``switch_batch`` updates or draws (flag MULTI; the switch recirculates it once per
+    entry), or one of each with ``switch_batch`` 1. Datagrams go out ``window`` at a time;
+    unanswered ones are resent (same request_id) after ``timeout_s``. Parameters and info go to
+    the server as on the host path.
 
     Each leaf of the switch remembers the key (+ 1, mod 2^32) of the item it stands for: insert's
     UPDATEs carry INSERT and set it; a later UPDATE for another key (an item evicted since it was
