@@ -9,7 +9,8 @@ Paths:
 
   switch        in-switch sampling: items on the C replay server (`--io sockets`, table
                 `priorities=switch`), priorities in the switch's register sum-tree, installed by
-                the control plane (SwitchReplayClient: one datagram per sampled item or update)
+                the control plane (SwitchReplayClient: batches of 16 draws or updates per
+                datagram, or one each with --switch-batch 1)
   host-sockets  the C replay server with kernel UDP sockets, sum-tree on the server
                 (HostReplayClient)
   host-dpdk     the same server with DPDK poll-mode I/O: DPDK's af_packet PMD owns the server
@@ -30,8 +31,8 @@ and throughput: push ops/s and items/s = all actors' timed pushes / the span fro
 actor's start to the last actor's end; sample and update ops/s = the learner's operations / the
 time it spent in them (one closed-loop learner), and learner rounds/s = rounds / its wall time.
 
-THE TIMINGS MEASURE THE PROJECT'S PYTHON SOFTWARE SWITCH (a P4 interpreter forwarding some tens
-of thousands of packets per second, sharing the machine's CPUs with the server, the learner and
+THE TIMINGS MEASURE THE PROJECT'S SOFTWARE SWITCH (its native backend by default: the P4
+program compiled to C, behind kernel sockets; sharing the machine's CPUs with the server, the learner and
 the actors), NOT A HARDWARE SWITCH: every path's packets pass through it, so it bounds them all.
 
     python -m bench.replay --quick                        # smoke run, about 1-2 minutes
@@ -132,6 +133,7 @@ def _client_config(args: argparse.Namespace, seed: int):
         redis_prefix="bench",
         seed=seed,
         bind_ip=args.bind or "0.0.0.0",
+        switch_batch=args.switch_batch,
     )
 
 
@@ -274,6 +276,7 @@ def build_worker_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=SEED)
     p.add_argument("--timeout", type=float, default=0.2, help="client reply timeout (s) before a resend")
     p.add_argument("--max-tries", type=int, default=30)
+    p.add_argument("--switch-batch", type=int, default=16)
     p.add_argument("--phase-timeout", type=float, default=600.0)
     return p
 
@@ -351,6 +354,7 @@ class Config:
     timeout: float
     max_tries: int
     out: Path
+    switch_batch: int = 16
     results: list[dict] = field(default_factory=list)
     meta: dict = field(default_factory=dict)
 
@@ -390,9 +394,10 @@ def estimate_s(cfg: Config, path: str, n: int) -> float:
     b, item = cfg.batch, cfg.item_bytes
     push = _frags(4 + b * (8 + item)) + 1
     if path == "switch":
-        push += b
-        sample = b * (1 + _frags(36 + item))
-        update = b
+        k = cfg.switch_batch
+        push += math.ceil(b / k)
+        sample = math.ceil(b / k) * (1 + _frags(12 + k * (20 + item)))
+        update = math.ceil(b / k)
     elif path == "redis":
         push = 1.5 * math.ceil(b * (8 + item) / 1448) + 2  # TCP segments + ACKs
         sample = push  # draining the actors' records back out of Redis
@@ -432,6 +437,7 @@ def worker_argv(cfg: Config, role: str, rank: int, path: str, server_ip: str, re
         "--item-bytes", str(cfg.item_bytes), "--batch", str(cfg.batch), "--ops", str(ops),
         "--beta", str(cfg.beta), "--seed", str(SEED), "--timeout", str(cfg.timeout),
         "--max-tries", str(cfg.max_tries), "--phase-timeout", f"{phase_timeout:.0f}",
+        "--switch-batch", str(cfg.switch_batch),
     ]  # fmt: skip
     if role == "learner":
         argv += ["--warmup-items", str(cfg.warmup_items)]
@@ -580,7 +586,8 @@ def format_table(results: list[dict], meta: dict) -> str:
         f"NOTE: {NOTE}",
         f"host: {meta['host']['cpus']} CPUs, kernel {meta['host']['kernel']}; items {c['item_bytes']} B, "
         f"batch {c['batch']}, {c['pushes']} pushes/actor, {c['rounds']} learner rounds, "
-        f"max_size {c['max_size']}, warm-up {c['warmup_items']} items, beta {c['beta']}",
+        f"max_size {c['max_size']}, warm-up {c['warmup_items']} items, beta {c['beta']}, "
+        f"switch path {c.get('switch_batch', 1)} draws/updates per datagram",
         "",
     ]
     head = (
@@ -695,6 +702,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="sends of one request before a client gives up (default %(default)s)",
     )
     p.add_argument(
+        "--switch-batch",
+        type=int,
+        default=16,
+        help="switch path: draws or updates per datagram (ReplayConfig.switch_batch, 1..16; 1 = one "
+        "datagram per sampled item or update, the form before batches; default %(default)s)",
+    )
+    p.add_argument(
         "--quick",
         action="store_true",
         help=f"smoke run: actors {','.join(map(str, QUICK['actors']))}, {QUICK['pushes']} pushes, "
@@ -754,6 +768,7 @@ def main(argv: list[str] | None = None) -> int:
         beta=args.beta,
         timeout=args.client_timeout,
         max_tries=args.max_tries,
+        switch_batch=args.switch_batch,
         out=args.out or ROOT / "bench" / "results" / f"replay-{stamp}.json",
     )
     problems = []
@@ -763,6 +778,8 @@ def main(argv: list[str] | None = None) -> int:
         problems.append(f"--warmup-items must be at least --batch ({cfg.batch}): the learner samples batches")
     if not cfg.warmup_items <= cfg.max_size or cfg.max_size < cfg.batch:
         problems.append("--max-size must hold the warm-up items and one batch")
+    if not 1 <= cfg.switch_batch <= 16:
+        problems.append("--switch-batch must be 1..16")
     if "switch" in cfg.paths and cfg.max_size > SWITCH_MAX_LEAVES:
         problems.append(
             f"--max-size above {SWITCH_MAX_LEAVES} does not fit a switch tree (drop the switch path)"
@@ -796,6 +813,7 @@ def main(argv: list[str] | None = None) -> int:
             "alpha": ALPHA,
             "client_timeout_s": cfg.timeout,
             "max_tries": cfg.max_tries,
+            "switch_batch": cfg.switch_batch,
             "seed": SEED,
             "quick": args.quick,
             "dpdk_eal": DPDK_EAL + " --vdev=net_af_packet0,iface=<server veth>",

@@ -627,6 +627,12 @@ def test_switch_path_end_to_end_with_a_model_switch(path: str) -> None:
             c.insert([b"n"] * 9, [1.0] * 9)
             assert c.update_priorities([1, 9], [100.0, 2.0]) == (1, 1)
             assert server.tree[1] == 2 * 4096
+            # items of several sizes in one reply come back whole, each with its own key
+            new_items = [bytes([65 + i]) * (i + 1) for i in range(8)]
+            sized = {int(k): it for k, it in zip(c.insert(new_items, [1.0] * 8), new_items, strict=True)}
+            batch = c.sample(64)
+            assert len({len(it) for it in batch.items}) > 1
+            assert [sized[int(k)] for k in batch.keys] == batch.items
     finally:
         server.close()
 
