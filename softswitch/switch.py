@@ -432,7 +432,9 @@ class Switch:
                 h2, m2, s2, P2 = self._parse(data, port, INGRESS_CLONE, saved)
                 out.append((h2, m2, s2, P2, r.egress_port, r.instance, INGRESS_CLONE, cut))
         if P.resubmit is not None:
-            ingress_q.append((data, port, RESUBMIT, _capture(P.resubmit, meta, sm)))
+            # port 0: simple_switch sets ingress_port only for packets it receives (its docs:
+            # "For resubmitted and recirculated packets, the ingress_port is 0")
+            ingress_q.append((data, 0, RESUBMIT, _capture(P.resubmit, meta, sm)))
             return out
         if sm.mcast_grp:
             reps = self.mc.get(sm.mcast_grp)
@@ -507,7 +509,7 @@ class Switch:
         if len(data) > MAX_FRAME:
             return
         if P.recirculate is not None:
-            ingress_q.append((data, port, RECIRC, _capture(P.recirculate, meta, sm)))
+            ingress_q.append((data, 0, RECIRC, _capture(P.recirculate, meta, sm)))  # port 0, as resubmit
             return
         if port == self.cpu_port and self._pkt_in is not None and self._packet_in_handlers:
             self._deliver_packet_in(data)

@@ -191,7 +191,8 @@ static void run_egress(struct ss_switch *sw, run *r, void *state, uint32_t port,
         return;
     }
     if (p.c.recirculate_fl != SS_NONE) {
-        push_ingress(sw, &r->n_items, out, total, port, SS_RECIRC, p.c.recirculate_fl, state);
+        /* ingress_port 0, as simple_switch: it sets the port only for packets it receives */
+        push_ingress(sw, &r->n_items, out, total, 0, SS_RECIRC, p.c.recirculate_fl, state);
         return;
     }
     sw->stats.outputs++;
@@ -294,7 +295,7 @@ static void run_ingress(struct ss_switch *sw, run *r, uint32_t k) {
         }
     }
     if (p.c.resubmit_fl != SS_NONE) {
-        push_ingress(sw, &r->n_items, in->data, in->len, in->port, SS_RESUBMIT, p.c.resubmit_fl, S);
+        push_ingress(sw, &r->n_items, in->data, in->len, 0, SS_RESUBMIT, p.c.resubmit_fl, S);  /* port 0 */
     } else if (sm->mcast_grp) {
         const ss_replicas *g = (sw->groups && sm->mcast_grp < SS_MAX_GROUP) ? sw->groups[sm->mcast_grp] : NULL;
         if (g && g->n) {

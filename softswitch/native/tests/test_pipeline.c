@@ -218,10 +218,10 @@ int main(void) {
     CHECK(send(1, 9, 0, 0, 0, 24) == 1 && outs[0].length == 40);
     CHECK(send(1, 9, 200, 0, 0, 24) == 1 && outs[0].length == 40);
 
-    /* recirculate: the deparsed packet goes back in, from the egress port */
+    /* recirculate: the deparsed packet goes back in, with ingress_port 0 (simple_switch) */
     CHECK(send(1, 10, 2, 0, 0, 3) == 1);
     o = info(0);
-    CHECK(outs[0].port == 3 && o.itype == SS_RECIRC && o.fl1 == 2 && o.cnt == 1 && o.c == 3 && o.plen == 19);
+    CHECK(outs[0].port == 3 && o.itype == SS_RECIRC && o.fl1 == 2 && o.cnt == 1 && o.c == 0 && o.plen == 19);
     CHECK(rd(obuf + outs[0].offset + 2, 2) == SS_RECIRC);
 
     /* E2E clone: the original first, then the clones (headers of the original after egress,
