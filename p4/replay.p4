@@ -76,7 +76,7 @@ control Replay(inout headers_t hdr, inout metadata_t meta,
         hdr.udp.dst_port = hdr.udp.src_port;
         hdr.udp.src_port = port;
         hdr.udp.checksum = 0;
-        standard_metadata.egress_spec = standard_metadata.ingress_port;
+        standard_metadata.egress_spec = meta.replay.in_port;
         meta.replay.reflected = 1;
     }
 
@@ -93,6 +93,9 @@ control Replay(inout headers_t hdr, inout metadata_t meta,
 #define REPLAY_RIGHT(L) REPLAY_RIGHT_OF(L)
 
     apply {
+        if (meta.replay.continued == 0) {
+            meta.replay.in_port = standard_metadata.ingress_port;
+        }
         replay_tables.apply();
         // Only the switch path's forms are the switch's: version 1, one fragment, and UPDATE with
         // an empty body, SAMPLE with its 8-byte body, or a batch of either (flag MULTI) whose
@@ -249,13 +252,13 @@ control Replay(inout headers_t hdr, inout metadata_t meta,
             }
         }
 
-        // A batch goes on with its next entry in another pass (out of the port it came in, back
-        // in from egress); after its last one an UPDATE batch returns to its sender and a SAMPLE
+        // A batch goes on with its next entry in another pass (to egress, and back in by
+        // recirculation); after its last one an UPDATE batch returns to its sender and a SAMPLE
         // batch goes on to the server.
         if (batch == 1) {
             hdr.replay_batch.next = hdr.replay_batch.next + 1;
             if (hdr.replay_batch.next < hdr.replay_batch.count) {
-                standard_metadata.egress_spec = standard_metadata.ingress_port;
+                standard_metadata.egress_spec = meta.replay.in_port;
                 meta.replay.again = 1;
                 meta.replay.continued = 1;
             } else if (hdr.replay.op == REPLAY_OP_UPDATE) {

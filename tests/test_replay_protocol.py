@@ -14,7 +14,8 @@ import pytest
 from host_agents import replay_protocol as rp
 from host_agents.replay_protocol import Flag, Header, Op, ProtocolError, Status
 
-PROTO_H = Path(__file__).resolve().parents[1] / "dpdk_fallback" / "src" / "proto.h"
+ROOT = Path(__file__).resolve().parents[1]
+PROTO_H = ROOT / "dpdk_fallback" / "src" / "proto.h"
 
 
 def test_header_layout_is_the_doc_table() -> None:
@@ -56,6 +57,22 @@ def test_names_and_constants_match_the_c_server() -> None:
     assert rp.OPS[2] == "PUSH_REPLY" and rp.STATUS[8] == "NOT_CACHED" and rp.FLAGS[4] == "SWITCH_UPDATED"
     assert rp.reply_op(Op.SAMPLE) == Op.SAMPLE_REPLY
     assert rp.MAX_DATAGRAM == 1432
+
+
+def test_batch_limits_agree_everywhere() -> None:
+    """A batch of MAX_BATCH_ENTRIES takes that many passes through the switch: the P4 program,
+    the C server, the client and both software-switch backends' per-packet pass limits agree."""
+    from softswitch.switch import MAX_LOOPS
+
+    types_p4 = (ROOT / "p4" / "include" / "types.p4").read_text()
+    p4_max = int(re.search(r"REPLAY_MAX_ENTRIES = (\d+);", types_p4)[1])
+    flag = int(re.search(r"REPLAY_FLAG_MULTI\s*= 0x(\w+);", types_p4)[1], 16)
+    c_max = int(re.search(r"#define RP_BATCH_MAX_ENTRIES (\d+)u", PROTO_H.read_text())[1])
+    passes_h = (ROOT / "softswitch" / "native" / "include" / "ss_runtime.h").read_text()
+    native_passes = int(re.search(r"#define SS_MAX_PASSES (\d+)u", passes_h)[1])
+    assert p4_max == c_max == rp.MAX_BATCH_ENTRIES and flag == Flag.MULTI
+    assert rp.MAX_BATCH_ENTRIES <= min(MAX_LOOPS, native_passes)
+    assert rp.BATCH_DTYPE.itemsize == 8 and rp.ENTRY_DTYPE.itemsize == 20
 
 
 @pytest.mark.parametrize("size", [0, 1, 1399, 1400, 1401, 2800, 10_000])

@@ -181,8 +181,12 @@ struct replay_meta_t {
     bit<8>  result;      // UPDATE: REPLAY_RESULT_*
     bit<16> entries_left; // parser: batch entries still to extract
     bit<1>  again;       // egress recirculates the batch for its next entry
+    // kept across recirculation (a recirculated packet's ingress_port is 0 on simple_switch,
+    // the recirculation port on Tofino):
     @field_list(REPLAY_FIELD_LIST)
-    bit<1>  continued;   // this pass is a recirculated batch's (kept across recirculation)
+    bit<1>  continued;   // this pass is a recirculated batch's
+    @field_list(REPLAY_FIELD_LIST)
+    port_t  in_port;     // the port the datagram came in on: replies go back out of it
 }
 
 struct metadata_t {

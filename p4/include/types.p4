@@ -87,7 +87,9 @@ const bit<16> REPLAY_UDP_LEN_UPDATE = 40;
 const bit<16> REPLAY_UDP_LEN_SAMPLE = 48;
 // A batch (flag MULTI): 8 + 32-byte header + 8-byte batch header + 20 bytes per entry.
 const bit<16> REPLAY_UDP_LEN_BATCH = 48;
-const bit<16> REPLAY_MAX_ENTRIES = 16;   // entries per batch: one pass each (recirculation)
+// Entries per batch: one pass each (recirculation); the software switch takes at most 16 passes
+// per packet (softswitch MAX_LOOPS, SS_MAX_PASSES), host_agents.replay_protocol MAX_BATCH_ENTRIES.
+const bit<16> REPLAY_MAX_ENTRIES = 16;
 
 const bit<8> REPLAY_OP_SAMPLE        = 3;
 const bit<8> REPLAY_OP_UPDATE        = 5;    // UPDATE_PRIORITY
