@@ -902,6 +902,8 @@ class SwitchReplayClient(ReplayClient):
         """Set slot ``key % max_size`` of each key: ``switch_batch`` slots per UPDATE datagram
         (one per datagram when 1); returns how many of ``keys`` the switch applied (the others'
         slots answered KEY_MISMATCH)."""
+        if keys.size == 0:
+            return 0
         fixed = switch_priorities(priorities, self.config.alpha, self.leaves)
         slots = (keys % np.uint64(self.config.max_size)).astype(np.int64)
         # One entry per slot: a slot named twice keeps the last key and priority (as a batch

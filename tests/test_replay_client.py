@@ -611,6 +611,7 @@ def test_switch_path_end_to_end_with_a_model_switch(path: str) -> None:
             c.use_engine = path == "engine"
             if path == "per-datagram":
                 c._rx = None
+            assert c.insert([], []).size == 0  # nothing to push, no leaf to set
             keys = c.insert([b"a", b"b", b"c", b"d", b"e"], [1.0, 2.0, 3.0, 4.0, 0.0])
             np.testing.assert_array_equal(keys, np.arange(5))
             assert server.tree.total() == 10 * 4096

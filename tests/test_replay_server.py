@@ -503,8 +503,9 @@ def test_switch_path_sample_batches(replay_server, client_for) -> None:
     assert status(batch_body([(0, 4, 3)]))[0] == Status.MALFORMED  # total below the priority
     assert status(batch_body([(0, 1, 3)], beta=math.nan))[0] == Status.MALFORMED
     assert status(batch_body([(0, 1, 3)]), flags=Flag.MULTI)[0] == Status.NOT_SWITCH_SAMPLED
-    st, msg = status(batch_body([(0, 1, 3)]), flags=Flag.MULTI, table_id=1)
-    assert st == Status.MALFORMED and "switch path" in msg
+    for flags in (Flag.MULTI, sw):  # a host table refuses batches, walked by a switch or not
+        st, msg = status(batch_body([(0, 1, 3)]), flags=flags, table_id=1)
+        assert st == Status.MALFORMED and "switch path" in msg
     st, msg = c.error(Op.UPDATE_PRIORITY, batch_body([(0, 1, 0)]), 1, flags=Flag.MULTI)
     assert st == Status.MALFORMED and "switch path" in msg
     assert [it.data for it in c.sample(4, table_id=1).items] == [b"x"] * 4  # the host table is intact

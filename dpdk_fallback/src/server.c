@@ -323,15 +323,14 @@ static int check_switch_draw(const struct rs_table *t, uint64_t size, uint32_t i
 static int op_sample_batch(struct rs_server *s, struct rs_table *t, const struct rp_header *h,
                            const uint8_t *b, size_t len, struct rs_buf *out, char *err)
 {
-    if (!(h->flags & RP_FLAG_SWITCH_SAMPLED)) {
-        if (t->mode == RS_MODE_SWITCH)
-            FAIL(RP_NOT_SWITCH_SAMPLED,
-                 "table '%s' keeps its priorities in the switch, and this SAMPLE batch did not "
-                 "pass through a switch that holds it (control plane not run?)",
-                 t->name);
+    if (t->mode != RS_MODE_SWITCH)
         FAIL(RP_MALFORMED, "a SAMPLE batch (flag MULTI) is the switch path's; table '%s' is "
              "sampled by the server (body u32 batch_size, f32 beta)", t->name);
-    }
+    if (!(h->flags & RP_FLAG_SWITCH_SAMPLED))
+        FAIL(RP_NOT_SWITCH_SAMPLED,
+             "table '%s' keeps its priorities in the switch, and this SAMPLE batch did not pass "
+             "(all the way) through a switch that holds it (control plane not run?)",
+             t->name);
     if (len < RP_BATCH_HEADER_BYTES)
         FAIL(RP_MALFORMED, "SAMPLE batch body is %zu bytes; its batch header is 8", len);
     uint32_t next = rp_get16(b), count = rp_get16(b + 2);
