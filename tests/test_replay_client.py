@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 import pytest
 
+from host_agents import replay_protocol as rp
 from host_agents.netutil import free_port
 from host_agents.replay_client import (
     HostReplayClient,
@@ -409,6 +410,17 @@ def test_switch_fixed_point_priorities() -> None:
     assert got.tolist() == [0, 4096, round(math.sqrt(2) * 4096), 1, 4096000, round(math.sqrt(0.5) * 4096)]
     assert switch_priorities(np.array([1e9]), 1.0, 1 << 10).tolist() == [cap]
     assert switch_priorities(np.array([3.0]), 1.0, 1 << 20).tolist() == [4095]  # cap 2^12 - 1
+    # the array form is the protocol's scalar rule, item for item (ties round to even, caps, 0)
+    rng = np.random.default_rng(5)
+    wide = np.concatenate([rng.random(500) * 10.0 ** rng.uniform(-8, 8, 500),
+                           [0.0, 1e-300, 1e300, 0.5 / 4096, 1.5 / 4096, 2.5 / 4096, 1.0]])  # fmt: skip
+    for alpha, leaves in ((0.0, 64), (0.6, 1 << 14), (1.0, 1 << 20), (2.5, 1 << 32)):
+        scalar = [rp.fixed_point_priority(float(x), alpha, leaves) for x in wide]
+        assert switch_priorities(wide, alpha, leaves).tolist() == scalar
+    with pytest.raises(ValueError, match="finite"):
+        switch_priorities(np.array([1.0, math.inf]), 0.6, 64)
+    with pytest.raises(ValueError, match=">= 0"):
+        switch_priorities(np.array([-1.0]), 0.6, 64)
 
 
 def test_stratified_draws_fall_in_their_strata() -> None:
