@@ -569,18 +569,29 @@ class Report:
             self.lines += md_table(["actors", *REPLAY_OPS], cmp_rows) + [""]
         top = actors[-1]
         if self.native_switch():
-            limit = ("the hosts' per-packet cost: one Python socket call per datagram on every path, on "
-                     "CPUs shared with the switch")
+            limit = ("the kernel's cost per datagram at every hop (a 4 KB item is 3 datagrams), on 2 CPUs "
+                     "shared with the switch, the server and the clients")
             both_cross = ("both paths' packets cross the switch and the hosts' Python socket calls, which "
                           "cost more than the server's kernel-socket path that DPDK removes")
         else:
             limit = "the Python software switch's per-packet cost on every path (all requests cross it)"
             both_cross = ("both paths' packets cross the Python software switch, whose per-packet cost "
                           "dwarfs the server's kernel-socket cost that DPDK removes")
-        per_item = (
-            "in-network sampling answers with one datagram per sampled item or update (a batch of 32 "
-            f"is 32 packets through {self.switch_name()}), the host path with one request per batch"
-        )
+        k, batch = int(c.get("switch_batch", 1)), int(c.get("batch", 32))
+        if k > 1:
+            per_item = (
+                f"in-network sampling sends a batch of {batch} draws as {-(-batch // k)} datagrams of {k} "
+                f"draws ({self.switch_name()} walks one draw per pass, by recirculation) and the server "
+                f"answers each with its {k} items; the host path sends one request for the batch and "
+                "gets the same item bytes back: the switch path has one hop more per request, and the "
+                "server's sampling and weights to do less"
+            )
+        else:
+            per_item = (
+                "in-network sampling answers with one datagram per sampled item or update (a batch of "
+                f"{batch} is {batch} packets through {self.switch_name()}), the host path with one "
+                "request per batch"
+            )
         redis_limit = (
             "Redis's learner samples its own local sum-tree (a network drain only when new records "
             "arrived), so its sample is partly local; " + limit
