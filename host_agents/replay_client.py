@@ -4,7 +4,7 @@ configuration (``ReplayConfig.backend``) and ``make_replay_client``:
 - ``"host"``: ``HostReplayClient`` speaks docs/replay_protocol.md over UDP to the C replay
   server (``dpdk_fallback/``), whether the server uses kernel sockets or DPDK I/O;
 - ``"switch"``: ``SwitchReplayClient``, the doc's switch path: items live on the server, their
-  priorities in the switch's register sum-tree, one datagram per update or sampled item;
+  priorities in the switch's register sum-tree, updates and draws 16 to a datagram (batches);
 - ``"redis"``: ``RedisReplayClient``, the Redis baseline (host_agents.redis_replay).
 
 Every client: ``insert(items, priorities) -> keys``, ``sample(batch_size, beta) ->
