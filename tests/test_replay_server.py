@@ -1,4 +1,6 @@
-"""The C replay server (dpdk_fallback/build/replay_server) over loopback UDP.
+"""The C replay server (dpdk_fallback/build/replay_server) over loopback UDP; every test runs
+twice, against the plain build and against the AddressSanitizer + UndefinedBehaviorSanitizer
+build (`make -C dpdk_fallback sanitized`, build-san/), where any report aborts the server.
 
 Each test starts the real binary on 127.0.0.1 with a free port (the `replay_server` fixture
 factory builds it with `make -C dpdk_fallback` first) and talks to it with the codec in
@@ -29,16 +31,16 @@ from topologies.replay_server import ReplayServerProcess
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVER_DIR = ROOT / "dpdk_fallback"
-BINARY = SERVER_DIR / "build" / "replay_server"
-SUMTREE_TEST = SERVER_DIR / "build" / "test_sumtree"
+BUILDS = {"plain": ("all", "build"), "sanitized": ("sanitized", "build-san")}
 
 
-@pytest.fixture(scope="session")
-def built() -> Path:
-    """Build (incrementally) the server and its C unit test."""
-    proc = subprocess.run(["make", "-C", str(SERVER_DIR)], capture_output=True, text=True)
-    assert proc.returncode == 0, f"make -C dpdk_fallback failed:\n{proc.stdout}\n{proc.stderr}"
-    return BINARY
+@pytest.fixture(scope="session", params=sorted(BUILDS))
+def built(request: pytest.FixtureRequest) -> Path:
+    """Build (incrementally) the server and its C unit test, plain or under the sanitizers."""
+    target, folder = BUILDS[request.param]
+    proc = subprocess.run(["make", "-C", str(SERVER_DIR), target], capture_output=True, text=True)
+    assert proc.returncode == 0, f"make -C dpdk_fallback {target} failed:\n{proc.stdout}\n{proc.stderr}"
+    return SERVER_DIR / folder / "replay_server"
 
 
 class Server(ReplayServerProcess):
@@ -181,7 +183,7 @@ def chi_square(counts: dict[int, int], expected: dict[int, float]) -> float:
 
 
 def test_sumtree_c_unit_test(built: Path) -> None:
-    proc = subprocess.run([str(SUMTREE_TEST)], capture_output=True, text=True)
+    proc = subprocess.run([str(built.parent / "test_sumtree")], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert "all passed" in proc.stdout
 
