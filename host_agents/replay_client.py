@@ -980,25 +980,37 @@ class SwitchReplayClient(ReplayClient):
                 "(control plane not run?)",
             )
 
+    def _batch_requests(
+        self, op: Op, flags: int, entries: np.ndarray, beta: float
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Datagrams for ``entries`` (ENTRY_DTYPE), ``switch_batch`` to a datagram (the last one
+        shorter): the request records (header, batch header, entries), each one's entry count
+        and length."""
+        n, per = entries.size, self.config.switch_batch
+        rows = -(-n // per)
+        counts = np.full(rows, per, np.int64)
+        counts[-1] = n - per * (rows - 1)
+        req = np.zeros(rows, [("h", HEADER_DTYPE), ("b", BATCH_DTYPE), ("e", ENTRY_DTYPE, (per,))])
+        h = req["h"]
+        h["op"], h["flags"], h["table_id"] = op, flags | Flag.MULTI, self.config.table_id
+        h["request_id"], h["frag_count"], h["version"] = self._ids(rows), 1, PROTOCOL_VERSION
+        req["b"]["count"], req["b"]["beta"] = counts, beta
+        padded = np.zeros(rows * per, ENTRY_DTYPE)
+        padded[:n] = entries
+        req["e"] = padded.reshape(rows, per)
+        lengths = HEADER_BYTES + BATCH_DTYPE.itemsize + ENTRY_DTYPE.itemsize * counts
+        return req, counts, lengths
+
     def _update_batches(
         self, index: np.ndarray, prio: np.ndarray, key1: np.ndarray, flags: int
     ) -> np.ndarray:
         """UPDATE batches (flag MULTI) of ``switch_batch`` entries; the slots whose entry came back
         KEY_MISMATCH. A BAD_INDEX entry raises ReplayError (after the whole call is answered)."""
         n, per = index.size, self.config.switch_batch
-        rows = -(-n // per)
-        counts = np.full(rows, per, np.int64)
-        counts[-1] = n - per * (rows - 1)
-        dt = np.dtype([("h", HEADER_DTYPE), ("b", BATCH_DTYPE), ("e", ENTRY_DTYPE, (per,))])
-        req = np.zeros(rows, dt)
-        h = req["h"]
-        h["op"], h["flags"], h["table_id"] = Op.UPDATE_PRIORITY, flags | Flag.MULTI, self.config.table_id
-        h["request_id"], h["frag_count"], h["version"] = self._ids(rows), 1, PROTOCOL_VERSION
-        req["b"]["count"] = counts
-        e = np.zeros(rows * per, ENTRY_DTYPE)
-        e["index"][:n], e["priority"][:n], e["draw"][:n] = index, prio, key1
-        req["e"] = e.reshape(rows, per)
-        lengths = HEADER_BYTES + BATCH_DTYPE.itemsize + ENTRY_DTYPE.itemsize * counts
+        e = np.zeros(n, ENTRY_DTYPE)
+        e["index"], e["priority"], e["draw"] = index, prio, key1
+        req, counts, lengths = self._batch_requests(Op.UPDATE_PRIORITY, flags, e, 0.0)
+        rows, dt = req.size, req.dtype
         r = self._exchange_table(req.view(np.uint8).reshape(rows, dt.itemsize), Op.UPDATE_PRIORITY, lengths)
         self._check_switch_updated(r.heads)
         # the replies' bodies as rows (a reply that came through the reassembler, too)
@@ -1113,19 +1125,10 @@ class SwitchReplayClient(ReplayClient):
         """SAMPLE batches (flag MULTI) of ``switch_batch`` draws: the switch walks its tree for
         each entry, the server answers each batch with its items in entry order."""
         b, per = draws.size, self.config.switch_batch
-        rows = -(-b // per)
-        counts = np.full(rows, per, np.int64)
-        counts[-1] = b - per * (rows - 1)
-        dt = np.dtype([("h", HEADER_DTYPE), ("b", BATCH_DTYPE), ("e", ENTRY_DTYPE, (per,))])
-        req = np.zeros(rows, dt)
-        h = req["h"]
-        h["op"], h["flags"], h["table_id"] = Op.SAMPLE, flags | Flag.MULTI, self.config.table_id
-        h["request_id"], h["frag_count"], h["version"] = self._ids(rows), 1, PROTOCOL_VERSION
-        req["b"]["count"], req["b"]["beta"] = counts, beta
-        e = np.zeros(rows * per, ENTRY_DTYPE)
-        e["draw"][:b] = draws
-        req["e"] = e.reshape(rows, per)
-        lengths = HEADER_BYTES + BATCH_DTYPE.itemsize + ENTRY_DTYPE.itemsize * counts
+        e = np.zeros(b, ENTRY_DTYPE)
+        e["draw"] = draws
+        req, counts, lengths = self._batch_requests(Op.SAMPLE, flags, e, beta)
+        rows, dt = req.size, req.dtype
         r = self._exchange_table(req.view(np.uint8).reshape(rows, dt.itemsize), Op.SAMPLE, lengths)
         self._check_sample_replies(r)
         one = np.zeros(b, _SAMPLE_ONE_DTYPE)

@@ -130,60 +130,19 @@ class SumTreeModel:
         return sum(self.leaves[tree]) & M32
 
     def update(self, frame: bytes) -> bytes:
-        op, flags, table, req, fi, fc, index, prio, draw, _total, status, ver, res = HEADER.unpack(
+        op, flags, table, req, fi, fc, index, prio, draw, total, status, ver, res = HEADER.unpack(
             bytes(Ether(frame)[UDP].payload)[:32]
         )
         tree, num_leaves = self.tables[table]
-        if index >= num_leaves:
-            self.bad_index += 1
-            return reflected(
-                frame,
-                HEADER.pack(
-                    OP_ERROR, flags, table, req, fi, fc, index, prio, draw, _total, BAD_INDEX, ver, res
-                ),
-            )
-        if flags & F_INSERT:
-            self.keys[tree][index] = draw
-        elif draw == 0 or self.keys[tree][index] != draw:  # keys travel as key + 1
-            self.key_mismatch += 1
-            return reflected(
-                frame,
-                HEADER.pack(
-                    OP_UPDATE_REPLY,
-                    flags | F_UPDATED | F_MISMATCH,
-                    table,
-                    req,
-                    fi,
-                    fc,
-                    index,
-                    prio,
-                    draw,
-                    self.total(tree),
-                    status,
-                    ver,
-                    res,
-                ),
-            )
-        self.leaves[tree][index] = prio
-        self.counters["updates", tree] += 1
-        return reflected(
-            frame,
-            HEADER.pack(
-                OP_UPDATE_REPLY,
-                flags | F_UPDATED,
-                table,
-                req,
-                fi,
-                fc,
-                index,
-                prio,
-                draw,
-                self.total(tree),
-                status,
-                ver,
-                res,
-            ),
+        result = self.update_entry(tree, num_leaves, flags, index, prio, draw)
+        if result == R_BAD_INDEX:  # an ERROR back, the header otherwise as it came
+            fields = (flags, table, req, fi, fc, index, prio, draw, total, BAD_INDEX, ver, res)
+            return reflected(frame, HEADER.pack(OP_ERROR, *fields))
+        flags |= F_UPDATED | (F_MISMATCH if result == R_MISMATCH else 0)
+        new = HEADER.pack(
+            OP_UPDATE_REPLY, flags, table, req, fi, fc, index, prio, draw, self.total(tree), status, ver, res
         )
+        return reflected(frame, new)
 
     def update_entry(self, tree: int, num_leaves: int, flags: int, index: int, prio: int, key: int) -> int:
         """One UPDATE (of a batch or alone); its result."""
