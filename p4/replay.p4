@@ -127,13 +127,11 @@ control Replay(inout headers_t hdr, inout metadata_t meta,
             e = hdr.replay_batch.next;
             meta.replay.index = hdr.replay_entries[e].index;
             meta.replay.priority = hdr.replay_entries[e].priority;
-            meta.replay.key = hdr.replay_entries[e].draw;
-            meta.replay.u = hdr.replay_entries[e].draw;
+            meta.replay.req_draw = hdr.replay_entries[e].draw;
         } else {
             meta.replay.index = hdr.replay.index;
             meta.replay.priority = hdr.replay.priority;
-            meta.replay.key = hdr.replay.draw;
-            meta.replay.u = hdr.replay.draw;
+            meta.replay.req_draw = hdr.replay.draw;
         }
 
         if (held == 1 && hdr.replay.op == REPLAY_OP_UPDATE) {
@@ -146,9 +144,9 @@ control Replay(inout headers_t hdr, inout metadata_t meta,
                 bit<32> key_cell = (meta.replay.tree << REPLAY_TREE_DEPTH) | meta.replay.index;
                 replay_key.read(stored_key, key_cell);
                 if ((hdr.replay.flags & REPLAY_FLAG_INSERT) != 0) {
-                    replay_key.write(key_cell, meta.replay.key);
+                    replay_key.write(key_cell, meta.replay.req_draw);
                     meta.replay.apply_update = 1;
-                } else if (stored_key == meta.replay.key && meta.replay.key != 0) {
+                } else if (stored_key == meta.replay.req_draw && meta.replay.req_draw != 0) {
                     // (keys travel as key + 1: 0 is a leaf never inserted, which nobody updates)
                     meta.replay.apply_update = 1;
                 } else {
@@ -206,7 +204,7 @@ control Replay(inout headers_t hdr, inout metadata_t meta,
         } else if (held == 1 && hdr.replay.op == REPLAY_OP_SAMPLE) {
             bit<32> total;
             replay_root.read(total, meta.replay.tree);
-            bit<32> u = meta.replay.u;
+            bit<32> u = meta.replay.req_draw;
             if ((hdr.replay.flags & REPLAY_FLAG_RANDOM_DRAW) != 0) {
                 random<bit<32>>(u, 0, 0xffffffff);
             }

@@ -174,9 +174,8 @@ struct replay_meta_t {
     bit<1>  apply_update; // UPDATE: the leaf holds this key (or INSERT): set it
     // the operation of this pass: the header's fields, or the batch entry `next`
     bit<32> index;       // UPDATE: the leaf to set; SAMPLE: the leaf chosen
-    bit<32> priority;    // UPDATE: its new value; SAMPLE: the chosen leaf's value
-    bit<32> key;         // UPDATE: the item's key + 1
-    bit<32> u;           // SAMPLE: the draw, a fraction of 2^32
+    bit<32> priority;    // UPDATE: the leaf's new value
+    bit<32> req_draw;    // the request's draw: UPDATE: the item's key + 1; SAMPLE: u, of 2^32
     bit<32> total;       // the tree's total after the operation
     bit<8>  result;      // UPDATE: REPLAY_RESULT_*
     bit<16> entries_left; // parser: batch entries still to extract
