@@ -980,12 +980,11 @@ class SwitchReplayClient(ReplayClient):
                 "(control plane not run?)",
             )
 
-    def _batch_requests(
+    def _exchange_batches(
         self, op: Op, flags: int, entries: np.ndarray, beta: float
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Datagrams for ``entries`` (ENTRY_DTYPE), ``switch_batch`` to a datagram (the last one
-        shorter): the request records (header, batch header, entries), each one's entry count
-        and length."""
+    ) -> tuple[_Replies, np.ndarray, np.ndarray]:
+        """Send ``entries`` (ENTRY_DTYPE) ``switch_batch`` to a datagram (the last one shorter)
+        and collect the replies; returns them with each datagram's entry count and length."""
         n, per = entries.size, self.config.switch_batch
         rows = -(-n // per)
         counts = np.full(rows, per, np.int64)
@@ -999,7 +998,8 @@ class SwitchReplayClient(ReplayClient):
         padded[:n] = entries
         req["e"] = padded.reshape(rows, per)
         lengths = HEADER_BYTES + BATCH_DTYPE.itemsize + ENTRY_DTYPE.itemsize * counts
-        return req, counts, lengths
+        table = req.view(np.uint8).reshape(rows, req.dtype.itemsize)
+        return self._exchange_table(table, op, lengths), counts, lengths
 
     def _update_batches(
         self, index: np.ndarray, prio: np.ndarray, key1: np.ndarray, flags: int
@@ -1009,16 +1009,15 @@ class SwitchReplayClient(ReplayClient):
         n, per = index.size, self.config.switch_batch
         e = np.zeros(n, ENTRY_DTYPE)
         e["index"], e["priority"], e["draw"] = index, prio, key1
-        req, counts, lengths = self._batch_requests(Op.UPDATE_PRIORITY, flags, e, 0.0)
-        rows, dt = req.size, req.dtype
-        r = self._exchange_table(req.view(np.uint8).reshape(rows, dt.itemsize), Op.UPDATE_PRIORITY, lengths)
+        r, counts, lengths = self._exchange_batches(Op.UPDATE_PRIORITY, flags, e, 0.0)
         self._check_switch_updated(r.heads)
         # the replies' bodies as rows (a reply that came through the reassembler, too)
+        rows = counts.size
         bdt = np.dtype([("b", BATCH_DTYPE), ("e", ENTRY_DTYPE, (per,))])
         body = np.zeros((rows, bdt.itemsize), np.uint8)
         blen = r.lens - HEADER_BYTES
-        if r.rows.shape[1] >= dt.itemsize:
-            body[:] = r.rows[:, HEADER_BYTES : dt.itemsize]
+        if r.rows.shape[1] >= HEADER_BYTES + bdt.itemsize:
+            body[:] = r.rows[:, HEADER_BYTES : HEADER_BYTES + bdt.itemsize]
         for i, b in r.reassembled.items():
             blen[i] = len(b)
             body[i, : min(len(b), bdt.itemsize)] = np.frombuffer(b[: bdt.itemsize], np.uint8)
@@ -1127,10 +1126,9 @@ class SwitchReplayClient(ReplayClient):
         b, per = draws.size, self.config.switch_batch
         e = np.zeros(b, ENTRY_DTYPE)
         e["draw"] = draws
-        req, counts, lengths = self._batch_requests(Op.SAMPLE, flags, e, beta)
-        rows, dt = req.size, req.dtype
-        r = self._exchange_table(req.view(np.uint8).reshape(rows, dt.itemsize), Op.SAMPLE, lengths)
+        r, counts, _ = self._exchange_batches(Op.SAMPLE, flags, e, beta)
         self._check_sample_replies(r)
+        rows = counts.size
         one = np.zeros(b, _SAMPLE_ONE_DTYPE)
         # The usual reply: one datagram whose items all have one size; cut as arrays. Any other
         # (fragments, mixed sizes) is decoded reply by reply.

@@ -194,24 +194,28 @@ class ScriptedServer:
             status = Status.EMPTY if "sample" in str(e) else Status.MALFORMED
             return Op.ERROR, encode_error(str(e)), status
 
+    def _set_leaf(self, h: Header, index: int, key: int, priority: int) -> EntryResult:
+        """One UPDATE, alone or a batch's entry (p4/replay.p4): INSERT sets the leaf's key; any
+        other UPDATE must name that key."""
+        if index >= self.tree.leaves:
+            return EntryResult.BAD_INDEX
+        if h.flags & Flag.INSERT:
+            self.leaf_keys[index] = key
+        if self.leaf_keys.get(index) != key:
+            return EntryResult.KEY_MISMATCH
+        self.tree.update([index], [priority])
+        return EntryResult.APPLIED
+
     def _switch(self, h: Header, data: bytes, addr: object) -> bool:
         """The switch's part: True when the datagram was handled here."""
         if h.op == Op.UPDATE_PRIORITY and h.flags & Flag.MULTI:
             # a batch: each entry as a lone UPDATE, its result and the total written into it
             b = np.frombuffer(data, BATCH_DTYPE, 1, HEADER_BYTES)[0]
             e = np.frombuffer(data, ENTRY_DTYPE, int(b["count"]), HEADER_BYTES + 8).copy()
-            for k in range(e.size):
-                i, key = int(e["index"][k]), int(e["draw"][k])
-                if i >= self.tree.leaves:
-                    e["result"][k] = EntryResult.BAD_INDEX
-                    continue
-                if h.flags & Flag.INSERT:
-                    self.leaf_keys[i] = key
-                if self.leaf_keys.get(i) == key:
-                    self.tree.update([i], [int(e["priority"][k])])
-                else:
-                    e["result"][k] = EntryResult.KEY_MISMATCH
-                e["total"][k] = int(self.tree.total())
+            for k, ent in enumerate(e.tolist()):  # (index, priority, draw, total, result, reserved)
+                e["result"][k] = self._set_leaf(h, ent[0], ent[2], ent[1])
+                if e["result"][k] != EntryResult.BAD_INDEX:
+                    e["total"][k] = int(self.tree.total())
             done = np.array([(b["count"], b["count"], b["beta"])], BATCH_DTYPE)
             reply = Header(
                 op=Op.UPDATE_REPLY, flags=h.flags | Flag.SWITCH_UPDATED, table_id=h.table_id,
@@ -220,16 +224,12 @@ class ScriptedServer:
             self.sock.sendto(reply.pack() + done.tobytes() + e.tobytes(), addr)
             return True
         if h.op == Op.UPDATE_PRIORITY:
-            if h.index >= self.tree.leaves:
+            result = self._set_leaf(h, h.index, h.draw, h.priority)
+            if result == EntryResult.BAD_INDEX:
                 self._send(addr, h, Op.ERROR, b"", Status.BAD_INDEX)
                 return True
-            # p4/replay.p4: INSERT sets the leaf's key; any other UPDATE must name that key
             flags = Flag.SWITCH_UPDATED
-            if h.flags & Flag.INSERT:
-                self.leaf_keys[h.index] = h.draw
-            if self.leaf_keys.get(h.index) == h.draw:
-                self.tree.update([h.index], [h.priority])
-            else:
+            if result == EntryResult.KEY_MISMATCH:
                 flags |= Flag.KEY_MISMATCH
             reply = Header(
                 op=Op.UPDATE_REPLY, flags=flags, table_id=h.table_id, request_id=h.request_id,

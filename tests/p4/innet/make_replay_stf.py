@@ -85,9 +85,10 @@ def request(hdr: bytes, body: bytes = b"") -> bytes:
     )
 
 
-def routed(frame: bytes, new_hdr: bytes | None = None) -> bytes:
+def routed(frame: bytes, new_hdr: bytes | None = None, body: bytes | None = None) -> bytes:
     """The frame as ipv4_lpm forwards it to the server: MACs rewritten, TTL - 1, checksum redone;
-    with new_hdr the replay header as the switch rewrote it (and UDP checksum 0)."""
+    with new_hdr the replay header as the switch rewrote it (and UDP checksum 0), followed by
+    ``body`` when given (else the frame's own body)."""
     p = Ether(frame)
     p[Ether].dst, p[Ether].src = SERVER_NH, ROUTER
     p[IP].ttl -= 1
@@ -96,7 +97,7 @@ def routed(frame: bytes, new_hdr: bytes | None = None) -> bytes:
         payload = bytes(p[UDP].payload)
         p[UDP].remove_payload()
         p[UDP].chksum = 0
-        p = p / Raw(new_hdr + payload[32:])
+        p = p / Raw(new_hdr + (payload[32:] if body is None else body))
     return bytes(p)
 
 
@@ -205,14 +206,7 @@ class SumTreeModel:
         new = HEADER.pack(
             op, flags | F_SAMPLED, table, req, fi, fc, index, prio, draw, self.total(tree), status, ver, res
         )
-        p = Ether(frame)
-        p[Ether].dst, p[Ether].src = SERVER_NH, ROUTER
-        p[IP].ttl -= 1
-        p[IP].chksum = None
-        p[UDP].remove_payload()
-        p[UDP].chksum = 0
-        data = bytes(p / Raw(new + BATCH.pack(count, count, beta) + entries))
-        return Out(SERVER_PORT, data, frozenset(free))
+        return Out(SERVER_PORT, routed(frame, new, BATCH.pack(count, count, beta) + entries), frozenset(free))
 
     def choose(self, tree: int, u: int) -> tuple[int, int]:
         """Leaf index and value for fraction u: the first leaf whose prefix sum exceeds the draw;
