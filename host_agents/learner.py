@@ -16,13 +16,15 @@ networks, optimizer, update count; ``--resume`` continues from it) and summary.j
 (eval_return_mean, updates, wall time, phase totals, communication share, whether and when the
 target return was reached). SIGTERM or Ctrl-C stops it cleanly.
 
-With ``--prefetch K`` (default 1) the replay calls run on one background thread in the order they
-were made: the next K batches are drawn while the learner trains, and priority updates go out
+With ``--prefetch K`` (default 1) the replay calls run in the background in the order they were
+made: the next K batches are drawn while the learner trains, and priority updates go out
 without waiting (each applied once, after the sample it refers to; at most
 ``--max-pending-updates`` in flight; all applied before the run ends); so do the periodic
-parameter publications (the first and the last are waited for). time/sample,
+parameter publications (the first and the last are waited for). The background is a child
+process of its own (``--io-process``, the default: its Python does not hold the learner's
+interpreter lock) or a thread of the learner (``--no-io-process``). time/sample,
 time/update_priorities and time/set_params then count only the time the learner waited; summary.json's
-replay_io_busy_s is the calls' own time on the thread. ``--prefetch 0`` waits for every call.
+replay_io_busy_s is the calls' own time in the background. ``--prefetch 0`` waits for every call.
 """
 
 from __future__ import annotations
@@ -31,7 +33,6 @@ import copy
 import sys
 import time
 from collections import deque
-from concurrent.futures import Future
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -62,8 +63,8 @@ from host_agents.metrics import (
 )
 from host_agents.networks import DuelingQNetwork, GreedyPolicy, select_device
 from host_agents.param_store import ParamStore
-from host_agents.replay_client import ReplayConfig, ReplayTimeout, SampleBatch
-from host_agents.replay_pipeline import BackgroundReplay
+from host_agents.replay_client import ReplayConfig, ReplayTimeout
+from host_agents.replay_pipeline import BackgroundReplay, CallResult, ReplayPipeline, ReplayProcess
 from host_agents.run_config import evaluate, seed_everything
 
 __all__ = ["LearnerConfig", "main", "run_learner"]
@@ -87,6 +88,9 @@ class LearnerConfig(QLearnerConfig):
     sent without waiting (0: sample, train and update in turn, each waited for)"""
     max_pending_updates: int = 4
     """priority updates in flight at most before the learner waits for one (with prefetch)"""
+    io_process: bool = True
+    """with prefetch, run the replay calls in a child process (no interpreter lock shared with
+    training) rather than a thread of the learner"""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -172,17 +176,21 @@ def run_learner(cfg: LearnerConfig, replay: ReplayConfig) -> dict:
     # unreachable server or a table that does not match: fail before the run directory, its
     # checkpoint or the published parameters are touched
     client, status = open_replay(replay)
-    # With prefetch every replay call goes through one I/O thread, in order (the Redis path's
-    # sum-tree lives in this client, so it must not be used from two threads).
-    io = BackgroundReplay(client, cfg.max_pending_updates, "learner-replay") if cfg.prefetch else None
-    if io is not None:
+    # With prefetch every replay call goes through one carrier, in order (the Redis path's
+    # sum-tree lives in its client, so it must not be used from two threads).
+    io: ReplayPipeline | None = None
+    if cfg.prefetch and cfg.io_process:
+        client.close()  # checked; the child process makes its own
+        io = ReplayProcess(replay, cfg.max_pending_updates, "learner-replay")
+    elif cfg.prefetch:
+        io = BackgroundReplay(client, cfg.max_pending_updates, "learner-replay")
         # The training thread releases the GIL around every torch call and takes it back; while
         # the I/O thread runs Python (encoding requests, decoding a batch) that retake waits up
         # to the switch interval, 5 ms by default: per update, many of them. 0.5 ms bounds it.
         sys.setswitchinterval(SWITCH_INTERVAL_S)
     replay_api = io.sync if io else client
     store = ParamStore(replay_api)
-    samples: deque[Future[SampleBatch]] = deque()  # prefetched batches, oldest first
+    samples: deque[CallResult] = deque()  # prefetched batches (SampleBatch futures), oldest first
     timer = PhaseTimer()
     progress = Progress(ROLE, cfg.progress_interval_s)
     logger = RunLogger(run_dir, cfg.tensorboard, resume=cfg.resume)

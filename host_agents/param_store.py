@@ -9,7 +9,7 @@ from torch import nn
 from host_agents.cli import ConfigError
 from host_agents.networks import load_flat_params, params_from_bytes, params_to_bytes
 from host_agents.replay_client import ReplayClient
-from host_agents.replay_pipeline import BackgroundReplay
+from host_agents.replay_pipeline import ReplayPipeline
 
 __all__ = ["ParamStore"]
 
@@ -34,9 +34,9 @@ class ParamStore:
         self.version = version
         self.bytes_moved += len(blob)
 
-    def publish_queued(self, model: nn.Module, version: int, io: BackgroundReplay) -> None:
-        """:meth:`publish` without waiting: the parameters are serialized now and sent by ``io``'s
-        thread, in order with its other calls (a refusal surfaces at its next call)."""
+    def publish_queued(self, model: nn.Module, version: int, io: ReplayPipeline) -> None:
+        """:meth:`publish` without waiting: the parameters are serialized now and sent by ``io``,
+        in order with its other calls (a refusal surfaces at its next call)."""
         blob = params_to_bytes(model)
         io.set_params(blob, version, self.slot)
         self.version = version

@@ -178,9 +178,12 @@ class ReplayError(ValueError):
     def __init__(self, status: int, message: str, op: str = "", request_id: int | None = None) -> None:
         self.status = status
         self.status_name = STATUS.get(status, f"status{status}")
-        self.message = message
+        self.message, self.op, self.request_id = message, op, request_id
         where = f" ({op} request {request_id})" if op else ""
         super().__init__(f"{self.status_name}{where}: {message}")
+
+    def __reduce__(self) -> tuple:  # pickled as its fields (host_agents.replay_pipeline's process)
+        return type(self), (self.status, self.message, self.op, self.request_id)
 
 
 class ReplayTimeout(TimeoutError):
@@ -190,10 +193,14 @@ class ReplayTimeout(TimeoutError):
         self, op: str, request_id: int, server: tuple[str, int], tries: int, detail: str = ""
     ) -> None:
         self.op, self.request_id, self.server, self.tries = op, request_id, server, tries
+        self.detail = detail
         extra = f"; {detail}" if detail else ""
         super().__init__(
             f"{op} request {request_id} to {server[0]}:{server[1]}: no reply after {tries} tries{extra}"
         )
+
+    def __reduce__(self) -> tuple:  # pickled as its fields (host_agents.replay_pipeline's process)
+        return type(self), (self.op, self.request_id, self.server, self.tries, self.detail)
 
 
 def _check_items(items: Sequence[bytes]) -> list[bytes]:

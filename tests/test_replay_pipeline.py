@@ -1,18 +1,37 @@
-"""host_agents.replay_pipeline.BackgroundReplay against the real C replay server on loopback:
-calls run in the order they were submitted (a sample queued after an update sees it, one queued
-before does not), each update or push is executed once (the server's counters), queued pushes
-are all stored by close(), backpressure bounds what is in flight, and a call that fails after
-its retries is raised to the caller instead of being dropped. Across namespaces with packet
-loss: tests/test_replay_netns.py."""
+"""host_agents.replay_pipeline against the real C replay server on loopback, both carriers (a
+thread of this process, a child process): calls run in the order they were submitted (a sample
+queued after an update sees it, one queued before does not), each update or push is executed once
+(the server's counters), queued pushes are all stored by close(), backpressure bounds what is in
+flight, and a call that fails after its retries is raised to the caller instead of being
+dropped. The child process: errors keep their type across it, its death fails the calls waiting
+on it, a client it cannot make fails the constructor. Across namespaces with packet loss:
+tests/test_replay_netns.py."""
 
 from __future__ import annotations
+
+import os
+import signal
 
 import numpy as np
 import pytest
 from test_replay_client import real_server
 
-from host_agents.replay_client import HostReplayClient, ReplayConfig, ReplayTimeout
-from host_agents.replay_pipeline import BackgroundReplay, ReplayPipelineError
+from host_agents.replay_client import HostReplayClient, ReplayConfig, ReplayError, ReplayTimeout
+from host_agents.replay_pipeline import (
+    BackgroundReplay,
+    ReplayPipeline,
+    ReplayPipelineError,
+    ReplayProcess,
+)
+
+CARRIERS = ("thread", "process")
+
+
+def pipeline(carrier: str, port: int, max_pending: int = 4, **kw: object) -> ReplayPipeline:
+    config = ReplayConfig(server_port=port, seed=5, **kw)  # type: ignore[arg-type]
+    if carrier == "thread":
+        return BackgroundReplay(HostReplayClient(config), max_pending=max_pending)
+    return ReplayProcess(config, max_pending=max_pending)
 
 
 def client(port: int, **kw: object) -> HostReplayClient:
@@ -25,12 +44,13 @@ def counters(port: int) -> dict:
     return {**info["counters"], "table": info["tables"][0]}
 
 
-def test_calls_run_in_submission_order_and_once() -> None:
+@pytest.mark.parametrize("carrier", CARRIERS)
+def test_calls_run_in_submission_order_and_once(carrier: str) -> None:
     with real_server("--table", "t:max_size=64,alpha=1") as port:
-        io = BackgroundReplay(client(port), max_pending=2)
+        io = pipeline(carrier, port, max_pending=2)
         io.insert([b"item%d" % i for i in range(16)], np.ones(16))
         io.drain()
-        keys = io.sync.sample(16).keys  # synchronous call through the same thread
+        keys = io.sync.sample(16).keys  # synchronous call, in order with the others
         hot = int(keys[0])
         before = io.sample(400)  # queued before the update: drawn from uniform priorities
         io.update_priorities([hot], [1000.0])
@@ -52,9 +72,10 @@ def test_calls_run_in_submission_order_and_once() -> None:
         assert c["pushes"] == 1 and c["table"]["inserts"] == 16
 
 
-def test_close_drains_queued_pushes_under_backpressure() -> None:
+@pytest.mark.parametrize("carrier", CARRIERS)
+def test_close_drains_queued_pushes_under_backpressure(carrier: str) -> None:
     with real_server("--table", "t:max_size=1000,alpha=1") as port:
-        io = BackgroundReplay(client(port), max_pending=3)
+        io = pipeline(carrier, port, max_pending=3)
         for i in range(40):
             io.insert([b"x" * 200] * 10, np.full(10, float(i + 1)))
             assert io.pending <= 3  # never more than max_pending in flight
@@ -66,10 +87,11 @@ def test_close_drains_queued_pushes_under_backpressure() -> None:
             io.insert([b"late"], [1.0])
 
 
-def test_a_failed_call_is_raised_not_dropped() -> None:
+@pytest.mark.parametrize("carrier", CARRIERS)
+def test_a_failed_call_is_raised_not_dropped(carrier: str) -> None:
     with real_server("--table", "t:max_size=8,alpha=1") as port:
         pass  # the server is gone: nobody answers on this port any more
-    io = BackgroundReplay(client(port, timeout_s=0.05, max_tries=2), max_pending=4)
+    io = pipeline(carrier, port, timeout_s=0.05, max_tries=2)
     io.insert([b"lost?"], [1.0])  # returns at once: the failure comes later
     with pytest.raises(ReplayPipelineError, match="background insert failed") as err:
         io.drain()
@@ -81,12 +103,14 @@ def test_a_failed_call_is_raised_not_dropped() -> None:
     assert io.stats["items_inserted"] == 0
 
 
-def test_sample_errors_reach_the_future() -> None:
+@pytest.mark.parametrize("carrier", CARRIERS)
+def test_sample_errors_reach_the_future(carrier: str) -> None:
     with real_server("--table", "t:max_size=8,alpha=1") as port:
-        with BackgroundReplay(client(port)) as io:
+        with pipeline(carrier, port) as io:
             fut = io.sample(4)  # the table is empty: the server answers EMPTY
-            with pytest.raises(Exception, match="(?i)empty"):
+            with pytest.raises(ReplayError, match="(?i)empty") as err:
                 fut.result()
+            assert err.value.op == "SAMPLE"  # the client's own error, fields and all
             io.insert([b"a"], [1.0])  # the pipeline still works after a failed read
         assert io.stats["items_inserted"] == 1
 
@@ -95,13 +119,16 @@ def test_bad_arguments() -> None:
     with real_server("--table", "t:max_size=8,alpha=1") as port:
         with pytest.raises(ValueError, match="max_pending"):
             BackgroundReplay(client(port), max_pending=0)
+        with pytest.raises(ValueError, match="max_pending"):
+            ReplayProcess(ReplayConfig(server_port=port), max_pending=0)
 
 
-def test_queued_parameter_publication() -> None:
+@pytest.mark.parametrize("carrier", CARRIERS)
+def test_queued_parameter_publication(carrier: str) -> None:
     """set_params goes out after the calls queued before it, without the caller waiting; a store
     that holds a newer version (an earlier run's) fails the pipeline at the next call."""
     with real_server("--table", "t:max_size=8,alpha=1") as port:
-        io = BackgroundReplay(client(port))
+        io = pipeline(carrier, port)
         io.insert([b"a"], [1.0])
         io.set_params(b"weights-v3", 3)
         assert io.sync.get_params() == (3, b"weights-v3")  # queued behind the publication
@@ -110,3 +137,50 @@ def test_queued_parameter_publication() -> None:
             io.drain()
         with pytest.raises(ReplayPipelineError):
             io.close()
+
+
+def test_process_death_fails_the_waiting_calls() -> None:
+    """The child killed with calls queued: each of them, and every later call, raises
+    ReplayPipelineError naming the exit; close() returns."""
+    with real_server("--table", "t:max_size=64,alpha=1") as port:
+        io = pipeline("process", port, max_pending=8)
+        assert isinstance(io, ReplayProcess)
+        io.insert([b"a"] * 4, np.ones(4))
+        io.drain()
+        os.kill(io._proc.pid, signal.SIGKILL)
+        io._proc.wait()
+        fut = io.sample(4)
+        with pytest.raises(ReplayPipelineError, match="exited"):
+            fut.result()
+        with pytest.raises(ReplayPipelineError, match="exited"):
+            io.sync.info()
+        io.update_priorities([0], [1.0])  # queued, then failed when its reply cannot come
+        with pytest.raises(ReplayPipelineError, match="background update_priorities failed"):
+            io.close()
+        assert io._proc.poll() is not None
+
+
+def test_process_ignores_signals_and_exits_when_the_caller_closes() -> None:
+    """SIGTERM and SIGINT (a Ctrl-C reaches the whole process group) leave the child serving, so
+    that the caller can still drain; closing the connection ends it."""
+    with real_server("--table", "t:max_size=64,alpha=1") as port:
+        io = pipeline("process", port)
+        assert isinstance(io, ReplayProcess)
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            os.kill(io._proc.pid, sig)
+        io.insert([b"x"] * 3, np.ones(3))
+        io.close()
+        assert io.stats["items_inserted"] == 3 and io.stats["calls"] == 1
+        assert io._proc.returncode == 0
+        assert counters(port)["table"]["inserts"] == 3
+
+
+def test_process_start_failure_is_raised_by_the_constructor() -> None:
+    """A client the child cannot make (its socket cannot bind an address this host does not have)
+    fails ReplayProcess() with the error the client raises in-process, and leaves no child."""
+    config = ReplayConfig(bind_ip="192.0.2.1")  # TEST-NET-1: never a local address
+    with pytest.raises(OSError) as here:
+        HostReplayClient(config)
+    with pytest.raises(OSError) as there:
+        ReplayProcess(config)
+    assert there.value.errno == here.value.errno
