@@ -20,9 +20,9 @@ With ``--prefetch K`` (default 1) the replay calls run in the background in the 
 made: the next K batches are drawn while the learner trains, and priority updates go out
 without waiting (each applied once, after the sample it refers to; at most
 ``--max-pending-updates`` in flight; all applied before the run ends); so do the periodic
-parameter publications (the first and the last are waited for). The background is a child
-process of its own (``--io-process``, the default: its Python does not hold the learner's
-interpreter lock) or a thread of the learner (``--no-io-process``). time/sample,
+parameter publications (the first and the last are waited for). The background is a thread
+of the learner, or with ``--io-process`` a child process of its own (its Python then does not
+hold the learner's interpreter lock; it needs a core of its own to pay). time/sample,
 time/update_priorities and time/set_params then count only the time the learner waited; summary.json's
 replay_io_busy_s is the calls' own time in the background. ``--prefetch 0`` waits for every call.
 """
@@ -88,9 +88,10 @@ class LearnerConfig(QLearnerConfig):
     sent without waiting (0: sample, train and update in turn, each waited for)"""
     max_pending_updates: int = 4
     """priority updates in flight at most before the learner waits for one (with prefetch)"""
-    io_process: bool = True
+    io_process: bool = False
     """with prefetch, run the replay calls in a child process (no interpreter lock shared with
-    training) rather than a thread of the learner"""
+    training) rather than a thread of the learner: pays where a core is free for it, not on the
+    2-core machine (bench/README.md, sixth pass)"""
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -26,7 +26,8 @@ Two carriers, one behaviour:
 - :class:`ReplayProcess` runs them in a child process of its own (``python -m
   host_agents.replay_pipeline``, talking over a socketpair): no lock shared with the caller. The
   caller pays one pickle per call and reads the replies when it needs them; it has no thread of
-  its own. The learner's default.
+  its own. The learner's ``--io-process``: on the 2-core machine it did not pay (the child's
+  work still needs one of the two cores, and each reply wakes a process), elsewhere it should.
 
 Calls that the caller needs answered now (parameters, info) go through ``sync``, a proxy that
 runs each client method in order with the others and waits for it.

@@ -382,11 +382,14 @@ def test_resume_continues_counting(smoke: Smoke) -> None:
         "host_agents.learner", *smoke.common, "--resume", "--max-steps", str(UPDATES + 40),
         "--batch-size", str(BATCH), "--learning-starts", "300", "--eval-interval", "0",
         "--eval-episodes", "1", "--loss-log-interval", str(LOSS_EVERY),
+        "--io-process",  # the replay calls in a child process: same outcome
     )  # fmt: skip
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
     assert f"resumed from {smoke.run_dir / 'learner' / 'checkpoint.pt'}: {UPDATES} updates" in res.stdout
     after = summary(smoke.run_dir, "learner")
     assert after["updates"] == UPDATES + 40 and after["updates_this_run"] == 40
+    io = after["replay_io"]  # each of the 40 batches' updates went through the child and was applied
+    assert io["updates_applied"] + io["updates_ignored"] == 40 * BATCH and io["calls"] >= 80
     assert after["params_version"] > before["params_version"]
     ckpt = load_checkpoint(smoke.run_dir / "learner" / "checkpoint.pt")
     assert ckpt["updates"] == UPDATES + 40
