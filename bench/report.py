@@ -583,8 +583,9 @@ class Report:
                 f"in-network sampling sends a batch of {batch} draws as {-(-batch // k)} datagrams of {k} "
                 f"draws ({self.switch_name()} walks one draw per pass, by recirculation) and the server "
                 f"answers each with its {k} items; the host path sends one request for the batch and "
-                "gets the same item bytes back: the switch path has one hop more per request, and the "
-                "server's sampling and weights to do less"
+                "gets the same item bytes back over the same hops: the switch path adds a switch pass "
+                "per draw and the leaf updates of every push, and leaves the server's tree walk of a few "
+                "microseconds per draw (bench/README.md, sixth pass)"
             )
         else:
             per_item = (
