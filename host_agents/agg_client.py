@@ -1,5 +1,6 @@
 """Allreduce through the switch: ``AggregationClient.allreduce(tensor)`` returns the sum of the
-tensor over the job's workers, aggregated packet by packet in p4/innet.p4.
+tensor over the job's workers, aggregated packet by packet in p4/innet.p4
+(``allreduce_array`` does the same for a NumPy array, without importing torch).
 
 The tensor is cut into chunks of ``values_per_packet`` values (the width the switch's program was
 compiled with: 64 by default, docs/protocol.md); chunk c travels in slot c % W of the job (W = the
@@ -28,9 +29,9 @@ import select
 import socket
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
 from host_agents.agg_protocol import (
     AGG_UDP_PORT,
@@ -53,6 +54,9 @@ from host_agents.agg_protocol import (
     scale_for,
 )
 from host_agents.aggio import AggIOUnavailable, BatchSocket
+
+if TYPE_CHECKING:  # torch is imported by allreduce() when called: array users need not load it
+    import torch
 
 log = logging.getLogger(__name__)
 
@@ -250,9 +254,16 @@ class AggregationClient:
     def allreduce(self, tensor: torch.Tensor, version: int | None = None) -> torch.Tensor:
         """Sum of ``tensor`` over the job's workers (float32, same shape). ``version`` is this
         worker's model version, carried to the others in the result (default: call count)."""
+        import torch
+
         if not isinstance(tensor, torch.Tensor):
             raise TypeError(f"allreduce takes a torch.Tensor, not {type(tensor).__name__}")
         flat = tensor.detach().to(torch.float32).reshape(-1).cpu().numpy()
+        return torch.from_numpy(self.allreduce_array(flat, version)).reshape(tensor.shape)
+
+    def allreduce_array(self, values: np.ndarray, version: int | None = None) -> np.ndarray:
+        """:meth:`allreduce` for a NumPy array: the sum as a new flat float32 array."""
+        flat = np.ascontiguousarray(values, dtype=np.float32).reshape(-1)
         if self.fixed_exponent is not None and not np.isfinite(flat).all():
             raise ValueError(NOT_FINITE)
         n = flat.size
@@ -295,8 +306,7 @@ class AggregationClient:
             self._last_agreed = agreed
         self.last_info, self.last_stats = info, stats
         self.totals.add(stats)
-        out = torch.from_numpy(result.reshape(-1)[:n].copy()).reshape(tensor.shape)
-        return out
+        return result.reshape(-1)[:n].copy()
 
     def _block_exponents(self, blocks: np.ndarray) -> np.ndarray:
         """:func:`block_exponents` (ValueError for NaN, infinity, 2**126 or more), in one pass of C

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import logging
 import socket
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,6 +25,8 @@ from host_agents.agg_protocol import (
     AggHeaderFields,
 )
 from host_agents.aggio import AggIOUnavailable
+
+REPO = Path(__file__).resolve().parent.parent
 
 SWITCH = ("127.0.0.1", 9)  # never contacted: every call below is refused first
 
@@ -54,7 +59,17 @@ def test_bad_tensors_are_refused() -> None:
             c.allreduce([1.0, 2.0])  # type: ignore[arg-type]
         with pytest.raises(ValueError, match="NaN or infinity"):
             c.allreduce(torch.tensor([1.0, float("nan")]))
+        with pytest.raises(ValueError, match="NaN or infinity"):
+            c.allreduce_array(np.array([float("inf")], np.float32))
         assert c.totals.packets_sent == 0
+
+
+def test_allreduce_worker_does_not_import_torch() -> None:
+    """python -m host_agents.allreduce moves NumPy arrays: torch's ~2 s import stays out of every
+    worker process the tests and bench.aggregation start."""
+    code = "import sys, host_agents.allreduce; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
+    assert out.stdout.strip() == "False", out.stdout + out.stderr
 
 
 def test_asynchronous_job_refuses_a_second_tensor_size() -> None:

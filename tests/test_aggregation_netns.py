@@ -20,7 +20,7 @@ import pytest
 
 from host_agents.agg_protocol import AGG_UDP_PORT, EXP_BIAS, HEADER_STRUCT, OP_DATA
 from host_agents.agg_protocol import DEFAULT_VALUES_PER_PACKET as VALUES_PER_PACKET  # the testbeds' width
-from host_agents.allreduce import input_tensor
+from host_agents.allreduce import input_array
 from topologies.netns import create_namespace
 from topologies.testbed import Testbed, star, switch_ip, two_level
 
@@ -144,7 +144,7 @@ def check_results(
     exponents: np.ndarray | None = None,
 ) -> None:
     for size in sizes:
-        inputs = [input_tensor(seed, w, size, rep).numpy().astype(np.float64) for w in ranks_to_ids]
+        inputs = [input_array(seed, w, size, rep).astype(np.float64) for w in ranks_to_ids]
         expected = np.sum(inputs, axis=0)
         bound = quantization_bound(inputs, vpp, exponents)
         first = None
@@ -230,7 +230,7 @@ def test_predicted_exponents_redo_when_one_worker_does_not_fit(tmp_path: Path) -
     chunks = -(-size // VALUES_PER_PACKET)
     prev = None
     for rep in range(reps):
-        inputs = [input_tensor(0, w, size, rep).numpy().astype(np.float64) for w in range(4)]
+        inputs = [input_array(0, w, size, rep).astype(np.float64) for w in range(4)]
         e = chunk_exponents(inputs)
         used = e.copy()
         if prev is not None:  # predicted first rounds: the larger of the two (a miss is redone)
@@ -402,7 +402,7 @@ def test_asynchronous_job_sums_exactly_the_contributors_it_names(tmp_path: Path)
         tb.install_job(5, slot_base=0, num_slots=16, threshold=3)
         extra = ["--threshold", "3", "--fixed-exponent", str(exponent)]
         wait_all(run_workers(tb, tmp_path, 5, 16, [size], extra=extra))
-    inputs = np.stack([input_tensor(0, w, size).numpy().astype(np.float64) for w in range(4)])
+    inputs = np.stack([input_array(0, w, size).astype(np.float64) for w in range(4)])
     scale = 2.0 ** (30 - exponent - 2)
     chunks = -(-size // VALUES_PER_PACKET)
     results = [np.load(tmp_path / f"job5_r{r}" / f"result_{size}_0.npy") for r in range(4)]
@@ -435,7 +435,7 @@ def test_removing_a_failed_worker_lets_the_others_finish(tmp_path: Path) -> None
         assert all(p.poll() is None for p in procs), "workers finished without worker 2"
         tb.root.controller.jobs.remove_worker(1, 2)
         wait_all(procs)
-    inputs = [input_tensor(0, w, 1000).numpy().astype(np.float64) for w in (0, 1)]
+    inputs = [input_array(0, w, 1000).astype(np.float64) for w in (0, 1)]
     expected = np.sum(inputs, axis=0)
     bound = quantization_bound(inputs) * 2  # scaled for 3 workers: one more bit of headroom
     for rank in (0, 1):
