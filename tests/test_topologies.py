@@ -525,24 +525,6 @@ APEX_SHORT = [
 @pytest.mark.netns
 @pytest.mark.slow
 @pytest.mark.timeout(360)
-def test_star_apex_end_to_end(tmp_path: Path) -> None:
-    """star.yaml: replay server, learner and 4 actors in their namespaces, priorities in the
-    switch; 300 learner updates, then a summary, then nothing left."""
-    rc, out, pid = _run(["topologies/star.yaml", "--log-dir", str(tmp_path), "--run-name", "s", *APEX_SHORT])
-    assert rc == 0, out[-5000:]
-    s = _summary(tmp_path, "s")
-    assert s["learner_updates"] == 300 and s["env_steps"] > 500, s
-    assert s["switch_counters"]["s0"]["replay"]["samples"] >= 300 * 128, s  # sampled in the switch
-    assert s["lost_processes"] == [] and not s["failures"]
-    for role in ("learner", "actor0", "actor3", "replay_server"):  # streamed with role prefixes
-        assert re.search(rf"^\[.*\]\s+{role} \| ", out, re.M), role
-    assert "exit code 0" in out
-    assert_clean(pid, out)
-
-
-@pytest.mark.netns
-@pytest.mark.slow
-@pytest.mark.timeout(360)
 def test_two_tier_hierarchical_end_to_end(tmp_path: Path) -> None:
     """two_tier.yaml with aggregation.values_per_packet 256 (not the default 64, so that the
     launcher's -D to every switch and --values-per-packet to every worker are exercised): 4 PPO
@@ -596,8 +578,12 @@ def _read_until(p: subprocess.Popen[str], pattern: str, lines: list[str], timeou
 @pytest.mark.netns
 @pytest.mark.slow
 @pytest.mark.timeout(360)
-def test_killed_actor_is_reported_and_the_run_goes_on(tmp_path: Path) -> None:
-    p = _start_run(tmp_path, "k", APEX_SHORT)
+def test_star_apex_end_to_end_with_a_killed_actor(tmp_path: Path) -> None:
+    """star.yaml: replay server, learner and 4 actors in their namespaces, priorities in the
+    switch; actor1 killed (SIGKILL) once the learner learns is reported and the run goes on with
+    the others; 300 learner updates, then a summary, then nothing left. One run for both (such a
+    scenario is the slowest kind of test)."""
+    p = _start_run(tmp_path, "s", APEX_SHORT)
     try:
         lines: list[str] = []
         pid = int(_read_until(p, r"started actor1 on .* pid (\d+)", lines).group(1))
@@ -610,8 +596,13 @@ def test_killed_actor_is_reported_and_the_run_goes_on(tmp_path: Path) -> None:
     assert p.returncode == 0, out[-5000:]
     assert f"actor1 (pid {pid}) died with exit code -9" in out
     assert "the run goes on with the other actors" in out
-    s = _summary(tmp_path, "k")
-    assert [lp["name"] for lp in s["lost_processes"]] == ["actor1"] and s["learner_updates"] == 300
+    s = _summary(tmp_path, "s")
+    assert s["learner_updates"] == 300 and s["env_steps"] > 500, s
+    assert s["switch_counters"]["s0"]["replay"]["samples"] >= 300 * 128, s  # sampled in the switch
+    assert [lp["name"] for lp in s["lost_processes"]] == ["actor1"] and not s["failures"], s
+    for role in ("learner", "actor0", "actor3", "replay_server"):  # streamed with role prefixes
+        assert re.search(rf"^\[.*\]\s+{role} \| ", out, re.M), role
+    assert "exit code 0" in out
     assert_clean(p.pid, out)
 
 

@@ -267,18 +267,23 @@ def test_resume_with_nothing_left_to_do_writes_what_it_loaded(tmp_path: Path) ->
     --max-steps makes no update and saves the checkpoint it loaded (environments take new seeds)."""
     import torch
 
-    for algo in ("ppo", "dqn"):
-        common = [
+    algos = ("ppo", "dqn")
+    common = {
+        algo: [
             "--algo", algo, "--comm", "local", "--log-dir", str(tmp_path), "--run-name", algo,
             "--rollout-steps", "64", "--max-steps", "256", "--learning-starts", "64",
             "--eval-episodes", "1", "--num-envs", "2",
         ]  # fmt: skip
-        _finish([_worker(common)])
-        ckpt = tmp_path / algo / "worker-0" / "checkpoint.pt"
-        before = torch.load(ckpt, weights_only=False)
+        for algo in algos
+    }
+    ckpts = {algo: tmp_path / algo / "worker-0" / "checkpoint.pt" for algo in algos}
+    _finish([_worker(common[algo]) for algo in algos])  # the two runs side by side (separate dirs)
+    before_all = {algo: torch.load(ckpts[algo], weights_only=False) for algo in algos}
+    _finish([_worker([*common[algo], "--resume"]) for algo in algos])
+    for algo in algos:
+        before = before_all[algo]
         assert before["counters"]["updates"] > 0
-        _finish([_worker([*common, "--resume"])])
-        after = torch.load(ckpt, weights_only=False)
+        after = torch.load(ckpts[algo], weights_only=False)
         for name in ("model", "target") if algo == "dqn" else ("model",):
             assert before[name].keys() == after[name].keys()
             for k in before[name]:
