@@ -28,6 +28,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -697,6 +698,9 @@ def _bmv2_pipeline(p4: Path, defines: dict[str, str]) -> tuple[Any, bytes]:
 
 
 def _start_switches(net: Network) -> None:
+    """Start every switch process, then load each one's program, all at once: each load is the
+    switch's own work (a few seconds of CPU for the software switch), so a topology of three
+    switches comes up in about the time of the slowest instead of the sum."""
     from control_plane.switch_controller import SwitchController
 
     if any(sw.netem for sw in net.switches.values()) and not softswitch_has_netem():
@@ -704,7 +708,8 @@ def _start_switches(net: Network) -> None:
             "this kernel has no sch_netem and `python -m softswitch` has no --netem option yet: "
             "links with delay or loss cannot be emulated here"
         )
-    for sw in net.switches.values():
+    switches = list(net.switches.values())
+    for sw in switches:
         log = net.run_dir / f"switch-{sw.spec.name}.log"
         if sw.target == "softswitch":
             argv = [sys.executable, "-m", "softswitch", "--grpc-addr", "127.0.0.1:0"]
@@ -714,14 +719,6 @@ def _start_switches(net: Network) -> None:
                 argv += ["--netem", f"{port}:" + ",".join(f"{k}={v}" for k, v in em.items())]
             sw.proc = Proc(f"switch {sw.spec.name}", argv, net.console, log, ready="softswitch running",
                            stream=False, detach=net.detach)  # fmt: skip
-            sw.proc.wait_ready(60)
-            m = next((re.search(r"listening on (127\.0\.0\.1:\d+)", ln) for ln in sw.proc.tail
-                      if "listening on" in ln), None)  # fmt: skip
-            if m is None:
-                raise RuntimeError(
-                    f"switch {sw.spec.name}: no P4Runtime address in its output:\n{sw.proc.tail_text()}"
-                )
-            sw.address = m.group(1)
         else:
             from host_agents.netutil import free_port
 
@@ -732,22 +729,44 @@ def _start_switches(net: Network) -> None:
             argv += ["--", "--grpc-server-addr", f"127.0.0.1:{port}", "--cpu-port", "64"]
             sw.proc = Proc(f"switch {sw.spec.name}", argv, net.console, log, ready="Server listening",
                            stream=False, detach=net.detach)  # fmt: skip
-            sw.proc.wait_ready(60)
             sw.address = f"127.0.0.1:{port}"
-        net.write_state("building")
+        net.write_state("building")  # the state file names every process started so far
+    for sw in switches:
+        assert sw.proc is not None
+        sw.proc.wait_ready(60)
+        if sw.target == "softswitch":
+            m = next((re.search(r"listening on (127\.0\.0\.1:\d+)", ln) for ln in sw.proc.tail
+                      if "listening on" in ln), None)  # fmt: skip
+            if m is None:
+                raise RuntimeError(
+                    f"switch {sw.spec.name}: no P4Runtime address in its output:\n{sw.proc.tail_text()}"
+                )
+            sw.address = m.group(1)
         ports = ", ".join(f"{p}@{i}" for p, i in sorted(sw.ports.items()))
         net.console.say(
             f"switch {sw.spec.name} ({sw.target}, pid {sw.proc.pid}): P4Runtime {sw.address}, ports {ports}"
         )
         sw.controller = SwitchController(sw.address, sw.mac, sw.ip)
-        t0 = time.monotonic()
-        p4info, config = _pipeline(sw.spec.p4, sw.target, switch_defines(net.topo))
-        sw.controller.client.set_pipeline(p4info, config)
+    # compiled here once per program (cached), then pushed to every switch at the same time
+    pipelines = [_pipeline(sw.spec.p4, sw.target, switch_defines(net.topo)) for sw in switches]
+    t0 = time.monotonic()
+
+    def load(sw: BuiltSwitch, pipeline: tuple[Any, bytes]) -> float:
+        assert sw.controller is not None
+        sw.controller.client.set_pipeline(*pipeline)
+        return time.monotonic() - t0
+
+    with ThreadPoolExecutor(max(1, len(switches)), thread_name_prefix="load") as pool:
+        futures = [pool.submit(load, sw, pl) for sw, pl in zip(switches, pipelines, strict=True)]
+        wait(futures)
+    for sw, fut in zip(switches, futures, strict=True):
+        seconds = fut.result()  # the first switch that failed to load raises here
+        assert sw.controller is not None
         prog = sw.spec.p4.relative_to(REPO) if sw.spec.p4.is_relative_to(REPO) else sw.spec.p4
         sw.backend = _loaded_backend(sw) if sw.target == "softswitch" else "bmv2"
         width = sw.controller.jobs.values_per_packet
         what = f"{sw.backend} backend" + (f", {width} values per aggregation packet" if width else "")
-        net.console.say(f"switch {sw.spec.name}: {prog} loaded in {time.monotonic() - t0:.1f}s ({what})")
+        net.console.say(f"switch {sw.spec.name}: {prog} loaded in {seconds:.1f}s ({what})")
 
 
 def _loaded_backend(sw: BuiltSwitch, wait_s: float = 5.0) -> str:
