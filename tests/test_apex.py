@@ -187,6 +187,17 @@ def run_cli(module: str, *args: str, timeout: float = 90) -> subprocess.Complete
     )
 
 
+def run_clis(*calls: tuple[str, ...], timeout: float = 90) -> list[subprocess.CompletedProcess[str]]:
+    """``run_cli`` for each (module, *args), all at once (each process spends ~2 s importing torch)."""
+    pipe = subprocess.PIPE
+    procs = [subprocess.Popen([PY, "-m", *c], stdout=pipe, stderr=pipe, text=True, cwd=REPO) for c in calls]
+    done = []
+    for call, p in zip(calls, procs, strict=True):
+        out, err = p.communicate(timeout=timeout)
+        done.append(subprocess.CompletedProcess([PY, "-m", *call], p.returncode, out, err))
+    return done
+
+
 def start(module: str, *args: str, log: Path) -> subprocess.Popen[str]:
     out = open(log, "w")  # noqa: SIM115 - closed by the OS when the child exits; the test reads the file
     return subprocess.Popen(
@@ -414,8 +425,8 @@ def test_resume_continues_counting(smoke: Smoke) -> None:
 
 
 def test_unknown_environment_is_one_line() -> None:
-    for module in ("host_agents.actor", "host_agents.learner"):
-        res = run_cli(module, "--env", "CartPoel-v1", "--replay-timeout-s", "0.05", "--replay-max-tries", "1")
+    flags = ("--env", "CartPoel-v1", "--replay-timeout-s", "0.05", "--replay-max-tries", "1")
+    for res in run_clis(("host_agents.actor", *flags), ("host_agents.learner", *flags)):
         assert_one_line_error(res, 2, "unknown environment", "CartPole-v1")
 
 
@@ -428,9 +439,8 @@ def test_unreachable_server_is_one_line(tmp_path: Path) -> None:
     port = free_port("udp")  # nobody listens there
     flags = ["--replay-server-port", str(port), "--replay-timeout-s", "0.05", "--replay-max-tries", "2"]
     flags += ["--log-dir", str(tmp_path), "--max-steps", "100"]
-    for module in ("host_agents.learner", "host_agents.actor"):
-        extra = ["--local-buffer", "10"] if module.endswith("actor") else []
-        res = run_cli(module, *flags, *extra)
+    actor = ("host_agents.actor", *flags, "--local-buffer", "10")
+    for res in run_clis(("host_agents.learner", *flags), actor):
         assert_one_line_error(res, 1, "no reply after 2 tries", f"127.0.0.1:{port}")
 
 
