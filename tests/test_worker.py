@@ -10,6 +10,7 @@ import json
 import subprocess
 import sys
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -416,8 +417,25 @@ def test_local_a2c_and_dqn_train(tmp_path: Path) -> None:
     )
 
 
-@pytest.mark.parametrize(
-    ("args", "code", "text"),
+# (flags, exit code, text of the one error line) by case
+BAD_CONFIGS: dict[str, tuple[list[str], int, str]] = dict(
+    zip(
+    [
+        "unknown-env",
+        "async-ps",
+        "threshold-all",
+        "threshold-sync",
+        "batch-vs-replay",
+        "no-switch",
+        "no-ps",
+        "bad-device",
+        "bad-ps-port",
+        "bad-gloo-port",
+        "target-no-eval-interval",
+        "target-no-eval-episodes",
+        "bad-width",
+        "width-too-small-for-control",
+    ],
     [
         (["--env", "NoSuchEnv-v9"], 2, "unknown environment"),
         (
@@ -461,29 +479,32 @@ def test_local_a2c_and_dqn_train(tmp_path: Path) -> None:
             "--num-workers 32 needs --values-per-packet of at least 34",
         ),
     ],
-    ids=[
-        "unknown-env",
-        "async-ps",
-        "threshold-all",
-        "threshold-sync",
-        "batch-vs-replay",
-        "no-switch",
-        "no-ps",
-        "bad-device",
-        "bad-ps-port",
-        "bad-gloo-port",
-        "target-no-eval-interval",
-        "target-no-eval-episodes",
-        "bad-width",
-        "width-too-small-for-control",
-    ],
+        strict=True,
+    )
 )
+
+
+@pytest.fixture(scope="module")
+def bad_config_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int, str]]:
+    """Every BAD_CONFIGS worker run, four at a time (each spends ~2 s importing torch, two of
+    them wait out their network timeouts): case -> (exit code, stderr)."""
+
+    def run(case: str) -> tuple[int, str]:
+        p = _worker([*BAD_CONFIGS[case][0], "--log-dir", str(tmp_path_factory.mktemp(case))])
+        _, err = p.communicate(timeout=60)
+        return p.returncode, err
+
+    with ThreadPoolExecutor(4) as pool:
+        return dict(zip(BAD_CONFIGS, pool.map(run, BAD_CONFIGS), strict=True))
+
+
+@pytest.mark.parametrize("case", list(BAD_CONFIGS))
 def test_bad_configuration_is_one_line_and_nonzero(
-    tmp_path: Path, args: list[str], code: int, text: str
+    bad_config_runs: dict[str, tuple[int, str]], case: str
 ) -> None:
-    p = _worker([*args, "--log-dir", str(tmp_path)])
-    _, err = p.communicate(timeout=60)
-    assert p.returncode == code, err
+    code, text = BAD_CONFIGS[case][1:]
+    returncode, err = bad_config_runs[case]
+    assert returncode == code, err
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("python -m host_agents.worker: ") and text in lines[0], err
 
