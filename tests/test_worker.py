@@ -417,71 +417,62 @@ def test_local_a2c_and_dqn_train(tmp_path: Path) -> None:
     )
 
 
-# (flags, exit code, text of the one error line) by case
-BAD_CONFIGS: dict[str, tuple[list[str], int, str]] = dict(
-    zip(
-    [
-        "unknown-env",
-        "async-ps",
-        "threshold-all",
-        "threshold-sync",
-        "batch-vs-replay",
-        "no-switch",
-        "no-ps",
-        "bad-device",
-        "bad-ps-port",
-        "bad-gloo-port",
-        "target-no-eval-interval",
-        "target-no-eval-episodes",
-        "bad-width",
-        "width-too-small-for-control",
-    ],
-    [
-        (["--env", "NoSuchEnv-v9"], 2, "unknown environment"),
-        (
-            ["--mode", "async", "--comm", "ps", "--num-workers", "2", "--threshold", "1"],
-            2,
-            "needs --comm switch",
-        ),
-        (["--mode", "async", "--comm", "switch", "--num-workers", "4", "--threshold", "4"], 2, "--threshold"),
-        (["--comm", "switch", "--num-workers", "4", "--threshold", "3"], 2, "--mode async"),
-        (["--algo", "dqn", "--batch-size", "100", "--buffer-size", "50"], 2, "larger than the replay"),
-        (
-            [
-                "--comm",
-                "switch",
-                "--switch",
-                "127.0.0.1:9",
-                "--bind",
-                "127.0.0.1:0",
-                "--num-workers",
-                "2",
-                "--agg-timeout-s",
-                "0.05",
-                "--agg-max-tries",
-                "3",
-                "--rollout-steps",
-                "8",
-            ],
-            1,
-            "check values per packet",
-        ),
-        (["--comm", "ps", "--ps", "127.0.0.1:1", "--num-workers", "2"], 1, "unreachable"),
-        (["--device", "gpu"], 2, "unknown device 'gpu'"),
-        (["--comm", "ps", "--num-workers", "2", "--ps", "127.0.0.1:abc"], 2, "--ps: bad address"),
-        (["--comm", "gloo", "--num-workers", "2", "--gloo-init", "h:x"], 2, "--gloo-init: bad address"),
-        (["--target-return", "100", "--eval-interval", "0"], 2, "--target-return"),
-        (["--target-return", "100", "--eval-episodes", "0"], 2, "--target-return"),
-        (["--values-per-packet", "48"], 2, "--values-per-packet must be one of 32, 64, 256"),
-        (
-            ["--comm", "ps", "--num-workers", "32", "--values-per-packet", "32"],
-            2,
-            "--num-workers 32 needs --values-per-packet of at least 34",
-        ),
-    ],
-        strict=True,
-    )
-)
+# case -> (flags, exit code, text of the one error line)
+BAD_CONFIGS: dict[str, tuple[list[str], int, str]] = {
+    "unknown-env": (["--env", "NoSuchEnv-v9"], 2, "unknown environment"),
+    "async-ps": (
+        ["--mode", "async", "--comm", "ps", "--num-workers", "2", "--threshold", "1"],
+        2,
+        "needs --comm switch",
+    ),
+    "threshold-all": (
+        ["--mode", "async", "--comm", "switch", "--num-workers", "4", "--threshold", "4"],
+        2,
+        "--threshold",
+    ),
+    "threshold-sync": (["--comm", "switch", "--num-workers", "4", "--threshold", "3"], 2, "--mode async"),
+    "batch-vs-replay": (
+        ["--algo", "dqn", "--batch-size", "100", "--buffer-size", "50"],
+        2,
+        "larger than the replay",
+    ),
+    "no-switch": (
+        [
+            "--comm",
+            "switch",
+            "--switch",
+            "127.0.0.1:9",
+            "--bind",
+            "127.0.0.1:0",
+            "--num-workers",
+            "2",
+            "--agg-timeout-s",
+            "0.05",
+            "--agg-max-tries",
+            "3",
+            "--rollout-steps",
+            "8",
+        ],
+        1,
+        "check values per packet",
+    ),
+    "no-ps": (["--comm", "ps", "--ps", "127.0.0.1:1", "--num-workers", "2"], 1, "unreachable"),
+    "bad-device": (["--device", "gpu"], 2, "unknown device 'gpu'"),
+    "bad-ps-port": (["--comm", "ps", "--num-workers", "2", "--ps", "127.0.0.1:abc"], 2, "--ps: bad address"),
+    "bad-gloo-port": (
+        ["--comm", "gloo", "--num-workers", "2", "--gloo-init", "h:x"],
+        2,
+        "--gloo-init: bad address",
+    ),
+    "target-no-eval-interval": (["--target-return", "100", "--eval-interval", "0"], 2, "--target-return"),
+    "target-no-eval-episodes": (["--target-return", "100", "--eval-episodes", "0"], 2, "--target-return"),
+    "bad-width": (["--values-per-packet", "48"], 2, "--values-per-packet must be one of 32, 64, 256"),
+    "width-too-small-for-control": (
+        ["--comm", "ps", "--num-workers", "32", "--values-per-packet", "32"],
+        2,
+        "--num-workers 32 needs --values-per-packet of at least 34",
+    ),
+}
 
 
 @pytest.fixture(scope="module")
