@@ -101,6 +101,9 @@ class TableEntry:
     priority: int = 0
 
 
+PIPELINE_TIMEOUT_S = 60.0  # SetForwardingPipelineConfig's deadline (at least the client's own)
+
+
 class P4RuntimeClient:
     """One P4Runtime connection, as the primary controller of one device."""
 
@@ -194,7 +197,10 @@ class P4RuntimeClient:
         )
         req.config.p4info.CopyFrom(p4info)
         req.config.p4_device_config = device_config
-        self._call(self.stub.SetForwardingPipelineConfig, req, "set the forwarding pipeline")
+        # a load may build the program for the target (seconds, more with several switches
+        # loading at once on few cores): a deadline of its own, not the one for table writes
+        self._call(self.stub.SetForwardingPipelineConfig, req, "set the forwarding pipeline",
+                   timeout=max(self.timeout, PIPELINE_TIMEOUT_S))  # fmt: skip
         self.index = P4InfoIndex(p4info)
 
     def fetch_pipeline(self) -> None:
@@ -216,9 +222,9 @@ class P4RuntimeClient:
 
     # ---- plumbing ----
 
-    def _call(self, method, request, what: str):  # noqa: ANN001, ANN202 - generated stubs
+    def _call(self, method, request, what: str, timeout: float | None = None):  # noqa: ANN001, ANN202 - stubs
         try:
-            return method(request, timeout=self.timeout)
+            return method(request, timeout=self.timeout if timeout is None else timeout)
         except grpc.RpcError as e:
             detail = e.details() or str(e.code())
             raise ControlPlaneError(f"{self.address}: cannot {what}: {e.code().name}: {detail}") from None

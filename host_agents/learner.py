@@ -99,6 +99,8 @@ class LearnerConfig(QLearnerConfig):
             raise ConfigError("publish_interval must be >= 1 and wait_poll_s > 0")
         if self.prefetch < 0 or self.max_pending_updates < 1:
             raise ConfigError("prefetch must be >= 0 and max_pending_updates >= 1")
+        if self.io_process and not self.prefetch:
+            raise ConfigError("io_process needs prefetch >= 1 (without prefetch every call is waited for)")
         self.wait_for_batch_size(PROG)
 
 
@@ -382,7 +384,7 @@ def run_learner(cfg: LearnerConfig, replay: ReplayConfig) -> dict:
         "updates_per_s": (updates - start_updates) / max(wall, 1e-9),
         "phase_totals_s": totals,
         "communication_share": communication_share(totals, COMM_PHASES),
-        # with prefetch, the replay calls' own time on the I/O thread (overlapped with training)
+        # with prefetch, the replay calls' own time in the background (overlapped with training)
         "replay_io_busy_s": io.busy_s if io is not None else None,
         "replay_io": dict(io.stats) if io is not None else None,
     }

@@ -168,7 +168,10 @@ class ReplayPipeline(abc.ABC):
     def insert(self, items: Sequence[bytes], priorities: np.ndarray | Sequence[float]) -> None:
         """Queue a push of ``items`` (their count is in ``stats["items_inserted"]`` once stored)."""
         p = np.array(priorities, dtype=np.float64, copy=True)
-        self._fire("insert", list(items), p)
+        # a memoryview cannot be pickled for the process: bytes-like items as bytes (anything
+        # else goes on as it is, for the client to refuse)
+        items_ = [bytes(x) if isinstance(x, (bytearray, memoryview)) else x for x in items]
+        self._fire("insert", items_, p)
 
     def set_params(self, blob: bytes, version: int, slot: int = 0) -> None:
         """Queue a parameter publication (actors pull whichever version is stored when they ask,
@@ -319,11 +322,15 @@ class ReplayProcess(ReplayPipeline):
         if self._broken is not None:
             call._set(False, self._broken)
             return call
+        data = pickle.dumps((method, args))  # arguments that cannot travel fail here, nothing queued
         self._calls.append(call)
         try:
-            self._conn.send((method, args))
+            self._conn.send_bytes(data)
         except OSError:
             self._read(block=True)  # the child is gone: every queued call gets the reason
+        except BaseException:  # interrupted half-way (Ctrl-C): the stream is out of step
+            self._break("a call was interrupted while being sent")
+            raise
         return call
 
     def _submit(self, method: str, *args: Any) -> _Reply:
@@ -339,6 +346,9 @@ class ReplayProcess(ReplayPipeline):
             except (EOFError, OSError):
                 self._lost()
                 return
+            except BaseException:  # interrupted half-way: the replies are out of step
+                self._break("a reply was interrupted while being read")
+                raise
             self.busy_s += busy
             self.stats["calls"] += 1
             self._calls.popleft()._set(ok, value)
@@ -352,9 +362,17 @@ class ReplayProcess(ReplayPipeline):
                 code = self._proc.wait(timeout=2.0)
             except subprocess.TimeoutExpired:
                 code = None
-        self._broken = ReplayPipelineError(f"the replay I/O process exited (exit code {code})")
+        self._fail_all(ReplayPipelineError(f"the replay I/O process exited (exit code {code})"))
+
+    def _break(self, reason: str) -> None:
+        """Replies can no longer be matched to calls: stop the child, fail what waits."""
+        self._proc.kill()
+        self._fail_all(ReplayPipelineError(f"the replay I/O process was stopped: {reason}"))
+
+    def _fail_all(self, err: ReplayPipelineError) -> None:
+        self._broken = err
         while self._calls:
-            self._calls.popleft()._set(False, self._broken)
+            self._calls.popleft()._set(False, err)
 
     def _stop(self, cancel: bool) -> None:
         if cancel:
@@ -364,6 +382,11 @@ class ReplayProcess(ReplayPipeline):
                 self._conn.send(None)  # the child finishes what is queued, closes its client, exits
             except OSError:
                 pass
+            # replies nobody asked for (a sample never waited on) are read, so that the child's
+            # writer is not left blocked on them, and counted as the thread counts its calls
+            deadline = time.monotonic() + 30.0
+            while self._calls and self._broken is None and time.monotonic() < deadline:
+                self._read(block=True, timeout=1.0)
         try:
             self._proc.wait(timeout=30.0)
         except subprocess.TimeoutExpired:
@@ -386,12 +409,12 @@ def _serve(fd: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent stops this process, after draining
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     conn = Connection(fd)
-    replies: queue.SimpleQueue[tuple[bool, Any, float] | None] = queue.SimpleQueue()
+    replies: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
 
     def write() -> None:  # sends never hold up the calls (a large reply, a slow reader)
         while (reply := replies.get()) is not None:
             try:
-                conn.send(reply)
+                conn.send_bytes(reply)
             except OSError:
                 return
 
@@ -416,10 +439,10 @@ def _serve(fd: int) -> None:
                     raise ReplayPipelineError("the replay client was not made")
                 else:
                     value = getattr(client, method)(*args)
-                reply = (True, value, time.perf_counter() - t0)
-            except Exception as e:  # noqa: BLE001 - every failure goes back to the caller
-                reply = (False, _portable(e), time.perf_counter() - t0)
-            replies.put(reply)
+                data = pickle.dumps((True, value, time.perf_counter() - t0))
+            except Exception as e:  # noqa: BLE001 - every failure (a value that cannot travel too)
+                data = pickle.dumps((False, _portable(e), time.perf_counter() - t0))
+            replies.put(data)
     finally:
         if client is not None:
             client.close()
@@ -429,4 +452,7 @@ def _serve(fd: int) -> None:
 
 
 if __name__ == "__main__":
-    _serve(int(sys.argv[1]))
+    # through the package's module, so that what the child raises pickles under its real name
+    from host_agents.replay_pipeline import _serve as serve
+
+    serve(int(sys.argv[1]))

@@ -174,6 +174,8 @@ def test_learner_config_checks() -> None:
         check_against_replay(LearnerConfig(batch_size=512), ReplayConfig(max_size=100))
     with pytest.raises(ConfigError):
         LearnerConfig(target_update_interval=0)
+    with pytest.raises(ConfigError, match="io_process needs prefetch"):
+        LearnerConfig(io_process=True, prefetch=0)
     cfg = LearnerConfig(beta=0.4, beta_final=1.0, beta_anneal_updates=100)
     assert [cfg.beta_at(u) for u in (0, 50, 100, 1000)] == pytest.approx([0.4, 0.7, 1.0, 1.0])
 

@@ -10,6 +10,7 @@ tests/test_replay_netns.py."""
 from __future__ import annotations
 
 import os
+import pickle
 import signal
 
 import numpy as np
@@ -154,7 +155,7 @@ def test_process_death_fails_the_waiting_calls() -> None:
             fut.result()
         with pytest.raises(ReplayPipelineError, match="exited"):
             io.sync.info()
-        io.update_priorities([0], [1.0])  # queued, then failed when its reply cannot come
+        io.update_priorities([0], [1.0])  # not sent: fails at once, raised at close
         with pytest.raises(ReplayPipelineError, match="background update_priorities failed"):
             io.close()
         assert io._proc.poll() is not None
@@ -181,6 +182,45 @@ def test_process_start_failure_is_raised_by_the_constructor() -> None:
     config = ReplayConfig(bind_ip="192.0.2.1")  # TEST-NET-1: never a local address
     with pytest.raises(OSError) as here:
         HostReplayClient(config)
+    name = f"start-failure-{os.getpid()}"
     with pytest.raises(OSError) as there:
-        ReplayProcess(config)
+        ReplayProcess(config, name=name)
     assert there.value.errno == here.value.errno
+    left = [p for p in os.listdir("/proc") if p.isdigit() and _cmdline(int(p)).endswith(name)]
+    assert left == [], "the child outlived its failed start"
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return ""
+
+
+@pytest.mark.parametrize("carrier", CARRIERS)
+def test_bytes_like_items_and_unread_replies(carrier: str) -> None:
+    """memoryview and bytearray items are stored as on the thread; samples never waited for are
+    still answered and counted by close(), which returns at once (the child's writer is not
+    left blocked on them)."""
+    with real_server("--table", "t:max_size=4096,alpha=1") as port:
+        io = pipeline(carrier, port)
+        io.insert([memoryview(b"m" * 2000), bytearray(b"b" * 2000)] * 100, np.ones(200))
+        io.drain()
+        for _ in range(4):
+            io.sample(200)  # ~400 KB of replies each, never read by the caller
+        io.close()
+        assert io.stats["items_inserted"] == 200 and io.stats["calls"] == 5
+        assert counters(port)["table"]["inserts"] == 200
+
+
+def test_process_refuses_arguments_that_cannot_travel_and_stays_in_step() -> None:
+    """A call whose arguments cannot be pickled raises at once and is never queued: the calls
+    after it get their own replies."""
+    with real_server("--table", "t:max_size=64,alpha=1") as port:
+        io = pipeline("process", port)
+        with pytest.raises((TypeError, AttributeError, pickle.PicklingError)):
+            io.sync.set_params(lambda: None, 1)
+        io.insert([b"a", b"b"], [1.0, 1.0])
+        assert io.sync.info()["tables"][0]["size"] == 2
+        io.close()

@@ -759,8 +759,11 @@ def _start_switches(net: Network) -> None:
     with ThreadPoolExecutor(max(1, len(switches)), thread_name_prefix="load") as pool:
         futures = [pool.submit(load, sw, pl) for sw, pl in zip(switches, pipelines, strict=True)]
         wait(futures)
+    failed = [(sw, f.exception()) for sw, f in zip(switches, futures, strict=True) if f.exception()]
+    if failed:  # every switch that could not load, by name (the others are stopped with the run)
+        raise RuntimeError("; ".join(f"switch {sw.spec.name}: {err}" for sw, err in failed))
     for sw, fut in zip(switches, futures, strict=True):
-        seconds = fut.result()  # the first switch that failed to load raises here
+        seconds = fut.result()
         assert sw.controller is not None
         prog = sw.spec.p4.relative_to(REPO) if sw.spec.p4.is_relative_to(REPO) else sw.spec.p4
         sw.backend = _loaded_backend(sw) if sw.target == "softswitch" else "bmv2"
