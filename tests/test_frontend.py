@@ -3,6 +3,11 @@ constructs third-party programs use, and syntax errors located at file:line:col.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from p4compiler.errors import P4Error
@@ -167,3 +172,22 @@ def test_malformed_for_loops_are_located_errors(body: str, words: str) -> None:
     with pytest.raises(P4Error, match=words) as ei:
         _apply_stmts(body)
     assert str(ei.value).startswith("<input>:1:"), str(ei.value)
+
+
+def test_grammar_tables_cached_between_processes(tmp_path: Path) -> None:
+    """The LALR tables go to a cache file that a later process loads; a damaged file is rebuilt,
+    never trusted (lark checks it against the grammar's hash)."""
+    repo = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path), "PYTHONPATH": str(repo)}
+    code = (
+        "from p4compiler.frontend.parser import parse_text; "
+        "print(len(parse_text('header h_t { bit<8> f; }').decls))"
+    )
+    cache = tmp_path / "innet-drl" / "p4-grammar.lark-cache"
+    for damage in (None, b"not a cache\n", b""):
+        if damage is not None:
+            cache.write_bytes(damage)
+        argv = [sys.executable, "-c", code]
+        out = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0 and out.stdout.strip() == "1", out.stderr
+        assert cache.stat().st_size > 10_000  # written (again) whole

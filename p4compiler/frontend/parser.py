@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import os
+import tempfile
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -38,9 +40,24 @@ def _has_call(node: Any) -> bool:
     return False
 
 
+def _lark_cache_path() -> str:
+    """Where lark keeps the grammar's LALR tables between processes: building them costs ~1.5 s
+    per process (every launcher, CLI and test process that parses P4), loading them ~0.1 s.
+    lark checks the file against a hash of the grammar, its options and its own version, and
+    rebuilds (and rewrites) it when they differ or the file cannot be read."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    folder = os.path.join(base, "innet-drl")
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError:
+        folder = tempfile.gettempdir()
+    return os.path.join(folder, "p4-grammar.lark-cache")
+
+
 @functools.lru_cache(maxsize=1)
 def _lark() -> Lark:
-    return Lark(GRAMMAR_PATH.read_text(), parser="lalr", lexer=_PassThroughLexer, maybe_placeholders=False)
+    return Lark(GRAMMAR_PATH.read_text(), parser="lalr", lexer=_PassThroughLexer, maybe_placeholders=False,
+                cache=_lark_cache_path())  # fmt: skip
 
 
 def parse_text(text: str, filename: str = "<input>") -> A.Program:
