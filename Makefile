@@ -25,8 +25,11 @@ APT_PKGS := iproute2 ethtool iputils-ping libdpdk-dev pkg-config redis-server ne
 
 .PHONY: test run demo lint bmv2-test bench clean system-deps venv .venv replay-server
 
+# The suite starts hundreds of Python processes (switches, agents, CLIs): with
+# PYTHONDONTWRITEBYTECODE set (as some CI images do) each one compiled the project's modules
+# again; the tests let Python keep its bytecode in __pycache__ (ignored by git).
 test: system-deps $(STAMP) replay-server
-	$(VPY) -m pytest -q $(PYTEST_ARGS)
+	env -u PYTHONDONTWRITEBYTECODE $(VPY) -m pytest -q $(PYTEST_ARGS)
 
 # The replay memory server (C): dpdk_fallback/build/replay_server, with the DPDK I/O path when
 # pkg-config finds libdpdk, sockets only otherwise.
