@@ -303,7 +303,7 @@ class ReplayProcess(ReplayPipeline):
             )
         self._conn = Connection(ours.detach())
         try:
-            hello = self._send("__start__", config)
+            hello = self._submit("__start__", config)
             deadline = time.monotonic() + _START_TIMEOUT_S
             while not hello.done():
                 if time.monotonic() > deadline:
@@ -317,7 +317,7 @@ class ReplayProcess(ReplayPipeline):
             self._stop(cancel=True)
             raise
 
-    def _send(self, method: str, *args: Any) -> _Reply:
+    def _submit(self, method: str, *args: Any) -> _Reply:
         call = _Reply(self)
         if self._broken is not None:
             call._set(False, self._broken)
@@ -332,9 +332,6 @@ class ReplayProcess(ReplayPipeline):
             self._break("a call was interrupted while being sent")
             raise
         return call
-
-    def _submit(self, method: str, *args: Any) -> _Reply:
-        return self._send(method, *args)
 
     def _read(self, block: bool, timeout: float | None = None) -> None:
         """Read the replies that are there (``block``: at least one, unless ``timeout`` passes)."""
