@@ -28,7 +28,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -758,7 +758,7 @@ def _start_switches(net: Network) -> None:
 
     with ThreadPoolExecutor(max(1, len(switches)), thread_name_prefix="load") as pool:
         futures = [pool.submit(load, sw, pl) for sw, pl in zip(switches, pipelines, strict=True)]
-        wait(futures)
+    # (leaving the pool's block waited for every load)
     failed = [(sw, f.exception()) for sw, f in zip(switches, futures, strict=True) if f.exception()]
     if failed:  # every switch that could not load, by name (the others are stopped with the run)
         raise RuntimeError("; ".join(f"switch {sw.spec.name}: {err}" for sw, err in failed))
