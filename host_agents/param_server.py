@@ -603,11 +603,13 @@ def main(argv: list[str] | None = None) -> int:
         idle_timeout_s=args.idle_timeout,
         max_message_bytes=args.max_message_bytes,
     )
-    port = server.start()
-    print(f"parameter server listening on {args.host}:{port}", flush=True)
+    # the handlers go in before the ready line: a client that stops the server as soon as it is
+    # listening (a test under load did) otherwise kills it by the default SIGTERM action
     stop = threading.Event()
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    port = server.start()
+    print(f"parameter server listening on {args.host}:{port}", flush=True)
     try:
         while not stop.wait(0.5):
             pass

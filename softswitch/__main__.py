@@ -275,6 +275,10 @@ def main(argv: list[str] | None = None) -> int:
     names = ", ".join(f"{n}@{i}" for n, i in sorted(interfaces)) or "none"
     prog = args.p4 or "(none yet: waiting for SetForwardingPipelineConfig)"
     running = f" on the {backend_of(switch)} backend" if switch is not None else ""
+    # handlers before the ready line: whoever reads it may stop the switch at once
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
     print(f"softswitch running {prog}{running}; ports: {names}", flush=True)
     for port_no, params in sorted(links.items()):
         print(f"softswitch: port {port_no} emulates {params.describe()} in each direction", flush=True)
@@ -286,9 +290,6 @@ def main(argv: list[str] | None = None) -> int:
         netem = holder["netem"]
         return stats.line() + (f"  {netem.line()}" if netem else "")
 
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
     last = time.monotonic()
     while not stop.wait(0.2):
         if args.stats_interval and time.monotonic() - last >= args.stats_interval:
