@@ -12,6 +12,7 @@ from lark import Lark, Token, Transformer
 from lark.exceptions import UnexpectedInput, UnexpectedToken, VisitError
 from lark.lexer import Lexer
 
+from p4compiler.cache import cache_root
 from p4compiler.errors import P4Error
 from p4compiler.frontend import ast as A
 from p4compiler.frontend.lexer import TokenStream, tokenize
@@ -45,8 +46,7 @@ def _lark_cache_path() -> str:
     per process (every launcher, CLI and test process that parses P4), loading them ~0.1 s.
     lark checks the file against a hash of the grammar, its options and its own version, and
     rebuilds (and rewrites) it when they differ or the file cannot be read."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    folder = os.path.join(base, "innet-drl")
+    folder = str(cache_root())
     try:
         os.makedirs(folder, exist_ok=True)
     except OSError:

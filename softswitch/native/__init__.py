@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from p4compiler.cache import cache_root
 from p4compiler.errors import P4Error
 
 HERE = Path(__file__).resolve().parent
@@ -70,8 +71,7 @@ def cache_dir() -> Path:
     env = os.environ.get("INNET_NATIVE_CACHE")
     if env:
         return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "innet-drl" / "native"
+    return cache_root() / "native"
 
 
 def compiler() -> str:
