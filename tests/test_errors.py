@@ -232,6 +232,41 @@ def test_stack_last_is_not_an_lvalue(parser, message):
     assert str(err.value).startswith("s.p4:9:") and "\n" not in str(err.value)
 
 
+NOT_LVALUES = "not an l-value \\(P4-16 6.7"
+
+
+@pytest.mark.parametrize("control, message", [
+    ("g(8w3);", "out argument 8w3: " + NOT_LVALUES),
+    ("f(hdr.s[0].f + 1);", "inout argument hdr.s\\[0\\].f \\+ 1: " + NOT_LVALUES),
+    ("g((bit<8>)meta.n);", "out argument \\(bit<8>\\)meta.n: " + NOT_LVALUES),
+    ("g(k());", "out argument k\\(\\): " + NOT_LVALUES),
+    ("a(8w1);", "out argument 8w1: " + NOT_LVALUES),
+    ("r.read(8w1, 0);", "cannot assign to 8w1: " + NOT_LVALUES),
+    ("w({f = 1});", "out argument .*: " + NOT_LVALUES),
+])
+def test_out_and_inout_arguments_must_be_lvalues(control, message):
+    """P4-16 6.8: an out or inout argument is an l-value (6.7: a name, a field, an element or a
+    slice of one); a literal, an operation, a cast, a call or a struct expression is refused with
+    one located line (these used to reach the emitter and fail there as an internal error)."""
+    decls = ("void f(inout bit<8> x) { x = x + 1; }\nvoid g(out bit<8> x) { x = 0; }\n"
+             "bit<8> k() { return 3; }\nvoid w(out h_t h) { h.f = 1; }\nparser P(")
+    text = STACK_PROGRAM.replace("PARSER", "").replace("parser P(", decls).replace(
+        "apply { CONTROL }",
+        "register<bit<8>>(4) r; action a(out bit<8> x) { x = 1; } apply { CONTROL }").replace(
+        "CONTROL", control)
+    with pytest.raises(P4Error, match=message) as err:
+        compile_text(text, "s.p4")
+    assert str(err.value).startswith("s.p4:") and "\n" not in str(err.value)
+
+
+def test_lvalue_arguments_compile():
+    """The l-values 6.7 lists, and `_` for an ignored out, pass as out and inout arguments."""
+    decls = "void f(inout bit<8> x) { x = x + 1; }\nvoid g(out bit<8> x) { x = 0; }\nparser P("
+    control = "f(hdr.s[0].f); g(hdr.s[1].f[7:0]); g(_); bit<8> v; g(v); f(v);"
+    text = STACK_PROGRAM.replace("PARSER", "").replace("parser P(", decls).replace("CONTROL", control)
+    compile_text(text, "s.p4")
+
+
 def test_stack_members_in_their_places_compile():
     compile_text(STACK_PROGRAM.replace("PARSER", "meta.n = hdr.s.lastIndex + (bit<32>)hdr.s.last.f; "
                                                  "hdr.s.next.f = hdr.s.last.f; hdr.s.next.setValid();")

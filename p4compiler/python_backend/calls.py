@@ -136,8 +136,9 @@ def bind_args(cp: Compiler, params: list[A.Param], args: list[A.Expr | None], ps
             continue
         scalar = not isinstance(pt, (T.StructLikeT, T.StackT))
         if p.direction in ("out", "inout"):
-            from p4compiler.python_backend.stmts import refuse_stack_last
+            from p4compiler.python_backend.stmts import refuse_non_lvalue, refuse_stack_last
 
+            refuse_non_lvalue(cp, a, f"{p.direction} argument")
             refuse_stack_last(cp, a, scope, f"{p.direction} argument")
             if scalar:
                 outs.append((a, pt))
@@ -240,6 +241,10 @@ def call_block(cp: Compiler, b: BlockInst, e: A.Call, scope: Scope, em: Emitter)
             extern_arg(cp, a, pt, scope, p)
             continue
         scalar = not isinstance(pt, (T.StructLikeT, T.StackT))
+        if p.direction in ("out", "inout"):
+            from p4compiler.python_backend.stmts import refuse_non_lvalue
+
+            refuse_non_lvalue(cp, a, f"{p.direction} argument")
         v = cp.value(a, scope, em, want=pt)
         if scalar and p.direction in ("out", "inout"):
             outs.append((a, pt))

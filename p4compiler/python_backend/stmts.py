@@ -34,7 +34,22 @@ def refuse_stack_last(cp: Compiler, e: A.Expr, scope: Scope, what: str) -> None:
         x = x.expr
 
 
+def refuse_non_lvalue(cp: Compiler, e: A.Expr, what: str) -> None:
+    """P4-16 6.7: an l-value is a name, a field of one, an element of a stack or array (`[i]`,
+    `next`) or a slice of one, nested; a literal, an operation, a cast or a call's result is not
+    (the left side of an assignment, an out or inout argument). `_` passes (an ignored out)."""
+    if isinstance(e, A.DontCare):
+        return
+    root = e
+    while isinstance(root, (A.Member, A.Index, A.Slice)):
+        root = root.expr
+    if not isinstance(root, A.NameExpr):
+        raise err(f"{what} {cp.text(e)}: not an l-value (P4-16 6.7: a name, a field, an element "
+                  "or a slice of one)", e)
+
+
 def lvalue(cp: Compiler, e: A.Expr, scope: Scope, em: Emitter) -> V:
+    refuse_non_lvalue(cp, e, "cannot assign to")
     refuse_stack_last(cp, e, scope, "cannot assign to")
     v = cp.expr(e, scope, em)
     if v.bind is not None:
