@@ -243,13 +243,19 @@ NOT_LVALUES = "not an l-value \\(P4-16 6.7"
     ("a(8w1);", "out argument 8w1: " + NOT_LVALUES),
     ("r.read(8w1, 0);", "cannot assign to 8w1: " + NOT_LVALUES),
     ("w({f = 1});", "out argument .*: " + NOT_LVALUES),
+    ("f(_);", "call of function f: _ \\(don't care\\) passed to inout parameter x; only an out parameter"),
+    ("q(_);", "call of function q: _ \\(don't care\\) passed to in parameter x"),
+    ("r.write(0, _);", "register I.r.write: _ \\(don't care\\) is not supported"),
 ])
 def test_out_and_inout_arguments_must_be_lvalues(control, message):
     """P4-16 6.8: an out or inout argument is an l-value (6.7: a name, a field, an element or a
     slice of one); a literal, an operation, a cast, a call or a struct expression is refused with
-    one located line (these used to reach the emitter and fail there as an internal error)."""
+    one located line (these used to reach the emitter and fail there as an internal error). `_`
+    discards an out parameter's value only (p4c refuses it for any other; it used to be taken as
+    an omitted argument); the built-in externs' calls do not take it here (said, not crashed)."""
     decls = ("void f(inout bit<8> x) { x = x + 1; }\nvoid g(out bit<8> x) { x = 0; }\n"
-             "bit<8> k() { return 3; }\nvoid w(out h_t h) { h.f = 1; }\nparser P(")
+             "bit<8> k() { return 3; }\nvoid w(out h_t h) { h.f = 1; }\nvoid q(in bit<8> x) { }\n"
+             "parser P(")
     text = STACK_PROGRAM.replace("PARSER", "").replace("parser P(", decls).replace(
         "apply { CONTROL }",
         "register<bit<8>>(4) r; action a(out bit<8> x) { x = 1; } apply { CONTROL }").replace(

@@ -21,7 +21,16 @@ TABLE_RESULT = T.ExternT("__table_result")
 
 
 def ordered_args(call: A.Call, params: list[A.Param], what: str) -> list[A.Expr | None]:
-    """Arguments in parameter order (named arguments allowed; missing ones use defaults)."""
+    """Arguments in parameter order (named arguments allowed; missing ones use defaults).
+    `_` comes back as None, as an omitted optional one: it only discards an out parameter's
+    value (p4c: "don't care argument only allowed for out parameters")."""
+    by_name_param = {p.name: p for p in params}
+    for i, a in enumerate(call.args):
+        p = by_name_param.get(a.name) if a.name is not None else (params[i] if i < len(params) else None)
+        if a.value is None and p is not None and p.direction != "out":
+            kind = f"{p.direction} parameter" if p.direction else "parameter"
+            raise err(f"call of {what}: _ (don't care) passed to {kind} {p.name}; only an out "
+                      "parameter takes it", call)
     named = [a for a in call.args if a.name is not None]
     if named and len(named) != len(call.args):
         raise err(f"call of {what} mixes named and positional arguments", call)
@@ -419,6 +428,7 @@ def _algo(cp: Compiler, e: A.Expr, scope: Scope) -> str:
 def extern_method(cp: Compiler, inst: ExternInst, method: str, e: A.Call, scope: Scope, em: Emitter) -> V:
     kind = inst.type.extern_name if isinstance(inst.type, T.ExternT) else ""
     args = [a.value for a in e.args]
+    _no_dont_care(args, f"{kind} {inst.p4name}.{method}", e)
     if kind == "register":
         et = inst.type.type_args[0] if inst.type.type_args else T.BitT(32)
         if method == "read" and len(args) == 2:
@@ -455,8 +465,17 @@ def extern_method(cp: Compiler, inst: ExternInst, method: str, e: A.Call, scope:
     raise err(f"{kind} {inst.p4name} has no method {method} with {len(args)} arguments", e)
 
 
+def _no_dont_care(args: list[A.Expr | None], what: str, e: A.Call) -> None:
+    """`_` (an Arg without a value) is not taken by the built-in externs' calls (P4-16 allows it
+    for their out parameters, where it discards the value: not implemented here)."""
+    if any(a is None for a in args):
+        raise err(f"{what}: _ (don't care) is not supported as an extern call's argument here; "
+                  "pass a variable", e)
+
+
 def extern_function(cp: Compiler, name: str, b: ExternFuncBind, e: A.Call, scope: Scope, em: Emitter) -> V:
     args = [a.value for a in e.args]
+    _no_dont_care(args, name, e)
     n = len(args)
 
     def need(k: int) -> None:
