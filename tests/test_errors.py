@@ -242,7 +242,7 @@ NOT_LVALUES = "not an l-value \\(P4-16 6.7"
     ("g(k());", "out argument k\\(\\): " + NOT_LVALUES),
     ("a(8w1);", "out argument 8w1: " + NOT_LVALUES),
     ("r.read(8w1, 0);", "cannot assign to 8w1: " + NOT_LVALUES),
-    ("w({f = 1});", "out argument .*: " + NOT_LVALUES),
+    ("w({f = 1});", "out argument {f = 1}: " + NOT_LVALUES),
     ("f(_);", "call of function f: _ \\(don't care\\) passed to inout parameter x; only an out parameter"),
     ("q(_);", "call of function q: _ \\(don't care\\) passed to in parameter x"),
     ("r.write(0, _);", "register I.r.write: _ \\(don't care\\) is not supported"),

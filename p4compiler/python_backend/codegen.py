@@ -953,6 +953,14 @@ class Compiler:
             return f"{e.op}{self.text(e.expr)}"
         if isinstance(e, A.Cast):
             return f"({self.type_text(e.type)}){self.text(e.expr)}"
+        if isinstance(e, A.Ternary):
+            return f"{self.text(e.cond)} ? {self.text(e.then)} : {self.text(e.other)}"
+        if isinstance(e, A.StructExpr):
+            return "{" + ", ".join(f"{n} = {self.text(v)}" for n, v in e.fields) + "}"
+        if isinstance(e, A.ListExpr):
+            return "{" + ", ".join(self.text(v) for v in e.items) + "}"
+        if isinstance(e, A.StringLit):
+            return f'"{e.value}"'
         return type(e).__name__
 
     def type_text(self, t: Any) -> str:
