@@ -24,9 +24,9 @@ def ordered_args(call: A.Call, params: list[A.Param], what: str) -> list[A.Expr 
     """Arguments in parameter order (named arguments allowed; missing ones use defaults).
     `_` comes back as None, as an omitted optional one: it only discards an out parameter's
     value (p4c: "don't care argument only allowed for out parameters")."""
-    by_name_param = {p.name: p for p in params}
+    params_by_name = {p.name: p for p in params}
     for i, a in enumerate(call.args):
-        p = by_name_param.get(a.name) if a.name is not None else (params[i] if i < len(params) else None)
+        p = params_by_name.get(a.name) if a.name is not None else (params[i] if i < len(params) else None)
         if a.value is None and p is not None and p.direction != "out":
             kind = f"{p.direction} parameter" if p.direction else "parameter"
             raise err(f"call of {what}: _ (don't care) passed to {kind} {p.name}; only an out "
