@@ -73,7 +73,7 @@ BENCHES = [
           full=["--seeds", "3", "--time-budget-s", "400"], quick=["--time-budget-s", "180"],
           timeout_full=3000, timeout_quick=480, result_codes=TARGET_MISSED),
     Bench("learning-dp", "bench.learning_dp", "learning-dp.json",
-          full=["--runs", "sync-switch,sync-gloo", "--values-per-packet", "256"],
+          full=["--runs", "sync-switch,sync-gloo", "--values-per-packet", "256", "--seeds", "0,1,2"],
           quick=["--runs", "sync-switch,sync-gloo", "--time-limit-s", "120", "--values-per-packet", "256"],
           root=True,
           timeout_full=2000, timeout_quick=400, result_codes=TARGET_MISSED),

@@ -291,3 +291,28 @@ def test_make_run_medians_of_several_runs(tmp_path: Path) -> None:
     head = _report(res, tmp_path / "out2").split("## Headline ratios")[1].split("\n## ")[0]
     assert "| make run: time to 475 | not reached in half or more of the runs (best evaluation 500.0, " \
         "budget 660 s) | <= 60 s | no |" in head
+
+
+def test_learning_dp_median_of_seeds(tmp_path: Path) -> None:
+    """learning-dp: one ratio per seed that both modes reached (a seed that one missed is left
+    out), the median of them in the headline; one seed says so."""
+
+    def result(run: str, seed: int, wall: float | None) -> dict:
+        return {"run": run, "seed": seed, "reached": wall is not None, "wall_s_to_target": wall}
+
+    results = [result("sync-switch", 0, 12.0), result("sync-gloo", 0, 10.0),  # 1.2
+               result("sync-switch", 1, 9.0), result("sync-gloo", 1, 10.0),   # 0.9
+               result("sync-switch", 2, 8.0), result("sync-gloo", 2, 10.0),   # 0.8
+               result("sync-switch", 3, 1.0), result("sync-gloo", 3, None)]  # gloo missed: no ratio
+    data = {"benchmark": "learning_dp", "config": {"values_per_packet": 256}, "results": results}
+    res = tmp_path / "res"
+    res.mkdir()
+    (res / "learning-dp.json").write_text(json.dumps(data))
+    head = _report(res, tmp_path / "out").split("## Headline ratios")[1].split("\n## ")[0]
+    assert "| learning: wall-clock to target, sync-switch / sync-gloo | 0.90x (256 values/packet, " \
+        "median of 3 seeds: 1.20x, 0.90x, 0.80x) | < 1.0 | yes |" in head
+
+    data["results"] = results[:2]
+    (res / "learning-dp.json").write_text(json.dumps(data))
+    head = _report(res, tmp_path / "out2").split("## Headline ratios")[1].split("\n## ")[0]
+    assert "| 1.20x (256 values/packet, one seed) | < 1.0 | no |" in head
