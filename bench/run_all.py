@@ -63,9 +63,10 @@ BENCHES = [
           timeout_full=1200, timeout_quick=300),
     Bench("ratio", "bench.ratio", "ratio.json", quick=["--quick"], timeout_full=900, timeout_quick=300),
     # the main job (make run: Ape-X over the star topology, priorities in the switch)
-    # three runs in the full run (the updates to the target vary ~2x between runs; medians count)
-    Bench("make-run", "bench.make_run", "make-run.json", full=["--runs", "3"],
-          quick=["--time-budget-s", "180"], root=True, timeout_full=2400, timeout_quick=400,
+    # five runs in the full run (its time to the target is bimodal, 5-20 s or 45-67 s with the
+    # file's settings; the medians count); the time limit holds five that miss the 660 s budget
+    Bench("make-run", "bench.make_run", "make-run.json", full=["--runs", "5"],
+          quick=["--time-budget-s", "180"], root=True, timeout_full=3900, timeout_quick=400,
           result_codes=TARGET_MISSED),
     # Ape-X, then the single-process DQN baseline with the same budget: two runs back to back,
     # for 3 seeds in the full run (one seed's time to the target is a lottery; the median counts)
