@@ -294,25 +294,35 @@ def test_make_run_medians_of_several_runs(tmp_path: Path) -> None:
 
 
 def test_learning_dp_median_of_seeds(tmp_path: Path) -> None:
-    """learning-dp: one ratio per seed that both modes reached (a seed that one missed is left
-    out), the median of them in the headline; one seed says so."""
+    """learning-dp: one ratio per seed, the median in the headline; a seed only one mode brought to
+    the target counts as won by that mode, one neither did is named and left out."""
 
     def result(run: str, seed: int, wall: float | None) -> dict:
         return {"run": run, "seed": seed, "reached": wall is not None, "wall_s_to_target": wall}
 
-    results = [result("sync-switch", 0, 12.0), result("sync-gloo", 0, 10.0),  # 1.2
-               result("sync-switch", 1, 9.0), result("sync-gloo", 1, 10.0),   # 0.9
-               result("sync-switch", 2, 8.0), result("sync-gloo", 2, 10.0),   # 0.8
-               result("sync-switch", 3, 1.0), result("sync-gloo", 3, None)]  # gloo missed: no ratio
-    data = {"benchmark": "learning_dp", "config": {"values_per_packet": 256}, "results": results}
-    res = tmp_path / "res"
-    res.mkdir()
-    (res / "learning-dp.json").write_text(json.dumps(data))
-    head = _report(res, tmp_path / "out").split("## Headline ratios")[1].split("\n## ")[0]
-    assert "| learning: wall-clock to target, sync-switch / sync-gloo | 0.90x (256 values/packet, " \
-        "median of 3 seeds: 1.20x, 0.90x, 0.80x) | < 1.0 | yes |" in head
+    def head_of(results: list[dict], name: str) -> str:
+        data = {"benchmark": "learning_dp", "config": {"values_per_packet": 256}, "results": results}
+        res = tmp_path / name
+        res.mkdir()
+        (res / "learning-dp.json").write_text(json.dumps(data))
+        return _report(res, tmp_path / f"{name}-out").split("## Headline ratios")[1].split("\n## ")[0]
 
-    data["results"] = results[:2]
-    (res / "learning-dp.json").write_text(json.dumps(data))
-    head = _report(res, tmp_path / "out2").split("## Headline ratios")[1].split("\n## ")[0]
-    assert "| 1.20x (256 values/packet, one seed) | < 1.0 | no |" in head
+    row = "| learning: wall-clock to target, sync-switch / sync-gloo | "
+    both = [result("sync-switch", 0, 12.0), result("sync-gloo", 0, 10.0),  # 1.2
+            result("sync-switch", 1, 9.0), result("sync-gloo", 1, 10.0),   # 0.9
+            result("sync-switch", 2, 8.0), result("sync-gloo", 2, 10.0)]   # 0.8
+    head = head_of(both + [result("sync-switch", 3, None), result("sync-gloo", 3, None)], "a")
+    assert row + "0.90x (256 values/packet, median of 3 seeds: 1.20x, 0.90x, 0.80x; seed(s) 3: neither " \
+        "mode reached the target) | < 1.0 | yes |" in head
+    # the switch missing two seeds that gloo reached: slower than any, the median says so
+    missed = [result("sync-switch", 1, None), result("sync-gloo", 1, 10.0),
+              result("sync-switch", 2, None), result("sync-gloo", 2, 10.0)]  # fmt: skip
+    head = head_of(both[:2] + missed, "b")
+    assert row + "> any (switch missed) (256 values/packet, median of 3 seeds: 1.20x, switch missed, " \
+        "switch missed) | < 1.0 | no |" in head
+    head = head_of([result("sync-switch", 5, 8.0), result("sync-gloo", 5, None)], "c")
+    assert row + "< any (gloo missed) (256 values/packet, one seed: gloo missed) | < 1.0 | yes |" in head
+    head = head_of(both[:2], "d")
+    assert row + "1.20x (256 values/packet, one seed: 1.20x) | < 1.0 | no |" in head
+    head = head_of([result("sync-switch", 0, None), result("sync-gloo", 0, None)], "e")
+    assert row + "not reached by either mode (seeds 0) | < 1.0 | no |" in head
