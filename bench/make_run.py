@@ -128,24 +128,26 @@ def main(argv: list[str] | None = None) -> int:
     if args.runs < 1:
         parser.error(f"--runs must be at least 1, not {args.runs}")
     stamp = time.strftime("%Y%m%d-%H%M%S")
+    out = args.out or RESULTS / f"make-run-{stamp}.json"
     codes, results = [], []
+    result: dict = {}
     for k in range(args.runs):
         name = f"make-run-{stamp}" if args.runs == 1 else f"make-run-{stamp}-{k + 1}"
         if args.runs > 1:
             print(f"bench.make_run: run {k + 1} of {args.runs}", flush=True)
-        rc, result = run_once(args, name)
+        rc, one = run_once(args, name)
         codes.append(rc)
-        if result is not None:
-            results.append(result)
+        if one is not None:
+            results.append(one)
+            # written after every run: a caller's time limit that stops the later ones keeps these
+            result = results[0] if args.runs == 1 else with_medians(results)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(json.dumps(result, indent=1, default=str) + "\n")
         if rc not in (0, 3):  # a failure (or Ctrl-C), not a missed target: stop here
             break
     rc = next((c for c in codes if c != 0), 0)
     if not results:
         return rc or 1
-    result = results[0] if args.runs == 1 else with_medians(results)
-    out = args.out or RESULTS / f"make-run-{stamp}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=1, default=str) + "\n")
     shown = {k: result[k] for k in ("reached_target", "time_to_target_s", "learner_communication_share")}
     if "median" in result:
         shown = {"runs": len(results), **result["median"]}
