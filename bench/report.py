@@ -1236,6 +1236,9 @@ class Report:
             f"its time), the single process {_num(q.get('updates_per_s'))}; updates to the target "
             f"{d.get('updates_to_target')} vs {q.get('updates_to_target')}. {APEX_DQN_LIMIT}"
         )
+        st = d.get("settings") or {}
+        if st.get("hidden") and st.get("lr"):  # the ratio depends on them (bench/README, Eighth pass)
+            limit += f". Both at {st['hidden']} hidden units, lr {st['lr']:g}, batch {st.get('batch_size')}"
         self.headline(figure, ratio, limit, "apex_dqn", met)
 
     def section_status(self) -> None:
