@@ -32,7 +32,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from host_agents.apex import QLearnerConfig, learn_step, q_optimizer  # noqa: E402
-from host_agents.networks import DuelingQNetwork  # noqa: E402
+from host_agents.cli import ConfigError  # noqa: E402
+from host_agents.networks import DuelingQNetwork, select_device  # noqa: E402
 
 OBS, ACTIONS = (4,), 2  # CartPole-v1
 CFG = QLearnerConfig()  # the learner's lr, Adam eps, gradient clip and priority eps
@@ -87,27 +88,20 @@ def differences(first: dict, ref: dict) -> dict[str, float]:
 
 
 def parse_devices(text: str | None) -> list[torch.device]:
-    """The devices asked for, the CPU first (the reference); ValueError for one torch cannot run here."""
-    names = text.split(",") if text else ["cpu", *(["cuda"] if torch.cuda.is_available() else [])]
+    """The devices asked for, the CPU first (the reference); ValueError for one torch cannot run
+    here (the learner's own check, ``select_device``)."""
+    names = [n.strip() for n in text.split(",") if n.strip()] if text else ["cpu", "auto"]
     devices: list[torch.device] = []
-    for name in (n.strip() for n in names if n.strip()):
+    for name in names:
         try:
-            d = torch.device(name)
-        except RuntimeError:
-            raise ValueError(f"unknown device {name!r}: use cpu, cuda or cuda:N") from None
-        if d.type not in ("cpu", "cuda"):
-            raise ValueError(f"device {name!r} is not supported: use cpu, cuda or cuda:N")
-        if d.type == "cuda":
-            if not torch.cuda.is_available():
-                raise ValueError(f"{name}: torch sees no CUDA device")
-            if d.index is not None and d.index >= torch.cuda.device_count():
-                raise ValueError(f"{name}: only {torch.cuda.device_count()} CUDA device(s)")
+            d = select_device(name)
+        except ConfigError as e:
+            raise ValueError(str(e)) from None
         if d not in devices:
             devices.append(d)
-    devices = [d for d in devices if d.type == "cpu"] + [d for d in devices if d.type != "cpu"]
-    if not devices or devices[0].type != "cpu":
-        devices.insert(0, torch.device("cpu"))  # the reference every other device is checked against
-    return devices
+    if not any(d.type == "cpu" for d in devices):
+        devices.append(torch.device("cpu"))  # the reference every other device is checked against
+    return sorted(devices, key=lambda d: d.type != "cpu")  # stable: the CPU first, the rest as asked
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -116,8 +110,8 @@ def main(argv: list[str] | None = None) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )  # fmt: skip
     p.add_argument("--devices", default=None,
-                   help="comma-separated: cpu, cuda, cuda:N (default: cpu, and cuda when torch sees a GPU); "
-                        "the CPU is always measured, as the reference")  # fmt: skip
+                   help="comma-separated: cpu, cuda, cuda:N or auto (default: cpu, and cuda when torch sees "
+                        "a GPU); the CPU is always measured, as the reference")  # fmt: skip
     p.add_argument("--hidden", default="128,64", help="network widths (default: %(default)s)")
     p.add_argument("--batch", type=int, default=128, help="batch size (default: %(default)s)")
     p.add_argument("--updates", type=int, default=2000, help="timed updates per point (default: %(default)s)")
