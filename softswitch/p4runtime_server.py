@@ -47,6 +47,7 @@ from softswitch.api import SwitchAPI, SwitchError
 
 log = logging.getLogger(__name__)
 
+_READ_CHUNK = 1000  # entities per ReadResponse
 P4RUNTIME_API_VERSION = "1.4.1"  # the version of the p4runtime protobufs this server is built on
 
 LoadPipeline = Callable[[bytes, p4info_pb2.P4Info], SwitchAPI]
@@ -1467,17 +1468,21 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
             context.abort(grpc.StatusCode.NOT_FOUND, f"unknown device id {request.device_id}")
         if self._pipeline is None:
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, "no forwarding pipeline config has been set")
+        # Entities of all the request's entities go out in responses of up to 1000: a Read of
+        # 8,192 single register cells is a few messages, not 8,192 (each costs a gRPC send).
+        pending: list[p4runtime_pb2.Entity] = []
         for entity in request.entities:
             try:
                 with self.lock:
-                    found = list(self._read_entity(entity))
+                    pending += self._read_entity(entity)
             except Exception as e:
                 err = _as_request_error(e)
                 context.abort(err.code, err.message)
-            for start in range(0, max(len(found), 1), 1000):
-                chunk = found[start : start + 1000]
-                if chunk:
-                    yield p4runtime_pb2.ReadResponse(entities=chunk)
+            while len(pending) >= _READ_CHUNK:
+                yield p4runtime_pb2.ReadResponse(entities=pending[:_READ_CHUNK])
+                del pending[:_READ_CHUNK]
+        if pending:
+            yield p4runtime_pb2.ReadResponse(entities=pending)
 
     def _read_entity(self, entity) -> Iterator[p4runtime_pb2.Entity]:
         kind = entity.WhichOneof("entity")

@@ -125,6 +125,20 @@ def test_full_clear_zeroes_cells_outside_any_sum(sc: SwitchController) -> None:
     assert sc.replay.leaf(1, 6) == 0
 
 
+def test_reads_of_more_cells_than_one_request_or_response_holds_return_every_cell(
+    sc: SwitchController,
+) -> None:
+    """The client splits a Read into requests of READ_BATCH entities and the switch answers in
+    responses of up to 1000; neither split may lose, repeat or shift a cell."""
+    from control_plane.p4runtime_client import READ_BATCH
+
+    name = RP + f"replay_left_{cp_replay.TREE_DEPTH}"
+    cells = list(range(READ_BATCH + 1500))
+    sc.client.write_registers(name, {c: 7 * c + 1 for c in cells})
+    got = sc.client.read_registers(name, cells)
+    assert got == {c: 7 * c + 1 for c in cells}
+
+
 def test_leaves_interleave_left_and_right_arrays(sc: SwitchController) -> None:
     depth = cp_replay.TREE_DEPTH
     half = 1 << (depth - 1)
