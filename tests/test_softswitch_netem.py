@@ -124,7 +124,9 @@ def test_delay_holds_each_frame_and_keeps_order_under_jitter():
     assert frames == sorted(frames)  # jitter never reorders
     held = [t - sent[f] for t, f in sink.got]
     assert min(held) >= 0.01  # delay - jitter
-    assert statistics.median(held) < 0.02 + 0.01 + 0.02  # and not much more (scheduling slack)
+    # and not much more: a frame whose wake-up was lost would wait for the scheduler's 0.5 s poll
+    # (the bound leaves a loaded machine's scheduling slack)
+    assert statistics.median(held) < 0.25
 
 
 class _Clock:
