@@ -91,6 +91,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--hidden", type=int, default=128, help="MLP width (default: %(default)s)")
     p.add_argument("--n-step", type=int, default=3, help="(default: %(default)s)")
     p.add_argument("--target-update-interval", type=int, default=250, help="(default: %(default)s)")
+    p.add_argument(
+        "--tau", type=float, default=1.0,
+        help="share of the online network in each target update, both runs (1: a copy; < 1: Polyak "
+        "averaging, e.g. 0.005 with --target-update-interval 1) (default: %(default)s)",
+    )
     p.add_argument("--publish-interval", type=int, default=None, help="(default: 20 CartPole, 100 Atari)")
     p.add_argument("--learning-starts", type=int, default=None, help="(default: 1000 CartPole, 2000 Atari)")
     p.add_argument(
@@ -212,6 +217,7 @@ def build_learner_argv(args: argparse.Namespace, common: list[str]) -> list[str]
         "--max-steps", str(10**9),
         "--batch-size", str(args.batch_size), "--lr", str(args.lr),
         "--target-update-interval", str(args.target_update_interval),
+        "--tau", str(args.tau),
         "--publish-interval", str(args.publish_interval),
         "--learning-starts", str(args.learning_starts),
         "--eval-interval", str(args.eval_interval), "--eval-episodes", str(args.eval_episodes),
@@ -257,7 +263,7 @@ RUNS = ("apex", "dqn")
 # the baseline's settings the result records (from its summary.json's config)
 DQN_SETTINGS = (
     "train_frequency", "prioritized", "alpha", "beta", "epsilon_start", "epsilon_end", "epsilon_decay_steps",
-    "torch_threads", "batch_size", "lr", "n_step", "target_update_interval", "replay_max_size",
+    "torch_threads", "batch_size", "lr", "n_step", "target_update_interval", "tau", "replay_max_size",
 )  # fmt: skip
 
 
@@ -278,6 +284,7 @@ def build_dqn_argv(args: argparse.Namespace, run_name: str) -> list[str]:
         "--max-steps", str(10**9),
         "--batch-size", str(args.batch_size), "--lr", str(args.lr),
         "--target-update-interval", str(args.target_update_interval),
+        "--tau", str(args.tau),
         "--learning-starts", str(args.learning_starts),
         "--replay-max-size", str(args.replay_max_size),
         "--eval-interval", str(args.eval_interval), "--eval-episodes", str(args.eval_episodes),

@@ -42,6 +42,7 @@ __all__ = [
     "finite",
     "mean_last",
     "replay_status",
+    "update_target",
 ]
 
 
@@ -103,6 +104,9 @@ class QLearnerConfig(ApexConfig):
     """transitions the replay must hold before the first update (at least batch_size)"""
     target_update_interval: int = 500
     """updates between copies of the online network into the target network (T)"""
+    tau: float = 1.0
+    """share of the online network in each target update: 1 copies it (DQN, Ape-X), < 1 moves
+    the target that far towards it (Polyak averaging, as CleanRL's tau)"""
     beta: float = 0.4
     """importance-sampling exponent at the start"""
     beta_final: float = 0.4
@@ -125,6 +129,8 @@ class QLearnerConfig(ApexConfig):
         for name in ("batch_size", "target_update_interval", "loss_log_interval"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if not 0 < self.tau <= 1:
+            raise ConfigError(f"tau must be in (0, 1], got {self.tau}")
         if not self.lr > 0 or not self.adam_eps > 0 or self.grad_clip < 0:
             raise ConfigError("lr and adam_eps must be > 0, grad_clip >= 0")
         if not (0 <= self.beta <= 1 and 0 <= self.beta_final <= 1) or self.beta_anneal_updates < 0:
@@ -231,6 +237,18 @@ def q_optimizer(online: nn.Module, cfg: QLearnerConfig) -> torch.optim.Optimizer
     fused=True: one kernel per parameter instead of torch's per-op CPU loop, ~8% less learner CPU
     per CartPole update on the 2-core VM (same algorithm; the default CPU Adam is single-tensor)."""
     return torch.optim.Adam(online.parameters(), lr=cfg.lr, eps=cfg.adam_eps, fused=True)
+
+
+@torch.no_grad()
+def update_target(online: nn.Module, target: nn.Module, tau: float) -> None:
+    """target <- tau * online + (1 - tau) * target, parameter by parameter (tau 1: a copy)."""
+    if tau >= 1.0:
+        target.load_state_dict(online.state_dict())
+        return
+    for t, o in zip(target.parameters(), online.parameters(), strict=True):
+        t.lerp_(o, tau)
+    for t, o in zip(target.buffers(), online.buffers(), strict=True):
+        t.copy_(o)
 
 
 def learn_step(

@@ -44,6 +44,7 @@ from host_agents.apex import (
     learn_step,
     mean_last,
     q_optimizer,
+    update_target,
 )
 from host_agents.cli import ConfigError, add_config_args, config_from_args, run_main
 from host_agents.envs import env_info, make_env
@@ -308,7 +309,7 @@ def run_dqn(cfg: DQNConfig) -> dict:
         updates += 1
         loss_log.add(out, updates, steps)
         if updates % cfg.target_update_interval == 0:
-            target.load_state_dict(online.state_dict())
+            update_target(online, target, cfg.tau)
 
     def evaluate_now() -> bool:
         """A periodic evaluation; True when it reached the target return."""

@@ -49,6 +49,7 @@ from host_agents.apex import (
     open_replay,
     q_optimizer,
     replay_status,
+    update_target,
 )
 from host_agents.cli import ConfigError
 from host_agents.envs import EnvInfo, env_info
@@ -312,7 +313,7 @@ def run_learner(cfg: LearnerConfig, replay: ReplayConfig) -> dict:
             updates += 1
             loss_log.add(out, updates, updates)
             if updates % cfg.target_update_interval == 0:
-                target.load_state_dict(online.state_dict())
+                update_target(online, target, cfg.tau)
             if updates % cfg.publish_interval == 0:
                 publish()
             if cfg.eval_interval and cfg.eval_episodes and updates % cfg.eval_interval == 0:

@@ -24,7 +24,7 @@ import torch
 from torch import nn
 
 from host_agents.actor import ActorConfig, initial_priorities
-from host_agents.apex import actor_epsilon, double_q_loss
+from host_agents.apex import actor_epsilon, double_q_loss, update_target
 from host_agents.cli import ConfigError
 from host_agents.experience import NStepAccumulator
 from host_agents.learner import LearnerConfig, check_against_replay
@@ -139,6 +139,27 @@ def test_double_q_target_uses_online_argmax_and_target_values() -> None:
     # only Q(s0, a) entries of the online net get gradient; the target net none
     assert online.w.grad is not None and target.w.grad is None
     assert online.w.grad[1].abs().sum() == 0
+
+
+def test_target_update_copies_at_tau_one_and_averages_below() -> None:
+    """tau 1: the target becomes the online network; tau < 1: each parameter moves that share of
+    the way (Polyak averaging), and repeated updates converge on the online network."""
+    torch.manual_seed(3)
+    online, target = nn.Linear(3, 2), nn.Linear(3, 2)
+    before = [t.detach().clone() for t in target.parameters()]
+    update_target(online, target, 0.25)
+    for t, b, o in zip(target.parameters(), before, online.parameters(), strict=True):
+        assert torch.allclose(t, b + 0.25 * (o - b))
+        assert t.grad is None and not torch.equal(t, o)
+    for _ in range(200):
+        update_target(online, target, 0.25)
+    assert all(torch.allclose(t, o) for t, o in zip(target.parameters(), online.parameters(), strict=True))
+    fresh = nn.Linear(3, 2)
+    update_target(online, fresh, 1.0)
+    assert all(torch.equal(t, o) for t, o in zip(fresh.parameters(), online.parameters(), strict=True))
+    for bad in (0.0, -0.1, 1.5):
+        with pytest.raises(ConfigError, match="tau must be in"):
+            LearnerConfig(tau=bad)
 
 
 def test_greedy_evaluation_plays_the_networks_argmax() -> None:

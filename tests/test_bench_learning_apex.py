@@ -11,7 +11,7 @@ from host_agents.cli import config_from_args
 from host_agents.dqn import DQNConfig
 from host_agents.dqn import build_parser as dqn_parser
 
-SHARED = ("env", "seed", "hidden", "n_step", "batch_size", "lr", "target_update_interval",
+SHARED = ("env", "seed", "hidden", "n_step", "batch_size", "lr", "target_update_interval", "tau",
           "learning_starts", "eval_interval", "eval_episodes", "target_return", "time_budget_s")  # fmt: skip
 
 
@@ -31,7 +31,9 @@ def _args(*argv: str):  # type: ignore[no-untyped-def]
 
 
 def test_dqn_baseline_gets_the_learners_settings() -> None:
-    args = _args("--seed", "7", "--time-budget-s", "123", "--dqn-args", "--train-frequency 2")
+    args = _args(
+        "--seed", "7", "--time-budget-s", "123", "--tau", "0.05", "--dqn-args", "--train-frequency 2"
+    )  # fmt: skip
     dqn_argv = la.build_dqn_argv(args, "run1")
     learner = _flags(la.build_learner_argv(args, la.common_flags(args, "run1")))
     dqn = _flags(dqn_argv)
@@ -44,6 +46,7 @@ def test_dqn_baseline_gets_the_learners_settings() -> None:
     cfg = config_from_args(DQNConfig, dqn_parser().parse_args(dqn_argv[3:]))
     assert cfg.train_frequency == 2 and cfg.batch_size == 128 and cfg.target_return == 475.0
     assert cfg.lr == args.lr and cfg.target_update_interval == args.target_update_interval
+    assert cfg.tau == 0.05
 
 
 def test_no_target_reaches_the_baseline_too() -> None:
