@@ -61,6 +61,14 @@ def build_parser() -> argparse.ArgumentParser:
                         "--netem 2:delay=5ms,loss=0.01,rate=100mbit (repeatable, one per port)")
     p.add_argument("--loss-seed", type=int, default=None,
                    help="seed of the loss emulation of --loss-rate and --netem (default: random)")
+    p.add_argument("--offloads", action="store_true",
+                   help="offload mode (native backend): each port exchanges TCP and UDP super-frames "
+                        "with the kernel behind a virtio_net_hdr, as a virtual NIC with TSO/USO does, so "
+                        "hosts whose links have segmentation offloads on hand over up to 64 KiB at once; "
+                        "the pipeline still sees every wire frame, and a run of output frames of one flow "
+                        "to one port goes back as one super-frame for the kernel to cut (it renumbers the "
+                        "IPv4 IDs of such a run and fills in zero UDP checksums; "
+                        "softswitch/native/src/offload.h)")
     p.add_argument("--backend", choices=["auto", "native", "python"], default=None,
                    help="how the pipeline runs: native = the program compiled to C (built with the system "
                         "C compiler at load, cached) with receive, pipeline and transmit in C threads; "
@@ -136,6 +144,9 @@ def main(argv: list[str] | None = None) -> int:
         backend = args.backend or default_backend()
     except SwitchError as e:
         print(f"error: {e}", file=sys.stderr)
+        return 2
+    if args.offloads and backend == "python":
+        print("error: --offloads needs the native backend", file=sys.stderr)
         return 2
     try:
         interfaces = parse_port_specs(args.interfaces)
@@ -234,7 +245,9 @@ def main(argv: list[str] | None = None) -> int:
             old.close()
         if isinstance(sw, NativeSwitch):
             close_python_ports()
-            sw.start(interfaces, links, args.loss_rate, args.loss_seed)
+            sw.start(interfaces, links, args.loss_rate, args.loss_seed, offloads=args.offloads)
+        elif args.offloads:
+            raise SwitchError("--offloads needs the native backend; this program runs on the python one")
         else:
             python_ports()
         holder["switch"] = sw

@@ -535,11 +535,14 @@ class NativeSwitch(Switch):
 
     # ------------------------------------------------------------------ the C data path
     def start(self, interfaces: Sequence[tuple[int, str]], netem: Mapping[int, Any] | None = None,
-              loss_rate: float = 0.0, loss_seed: int | None = None) -> None:
-        """Bind ports (AF_PACKET) and run receive, pipeline and transmit in C threads."""
+              loss_rate: float = 0.0, loss_seed: int | None = None, offloads: bool = False) -> None:
+        """Bind ports (AF_PACKET) and run receive, pipeline and transmit in C threads; ``offloads``:
+        the ports exchange super-frames with the kernel (ss_set_port_offloads, --offloads)."""
         from softswitch.netem import LinkParams  # noqa: F401 (the type of netem's values)
 
         with self.lock:
+            if offloads:
+                self._check(self.lib.ss_set_port_offloads(self._sw, 1), "--offloads")
             for port_no, ifname in interfaces:
                 self._check(self.lib.ss_port_add(self._sw, port_no, ifname.encode()),
                             f"port {port_no}@{ifname}")

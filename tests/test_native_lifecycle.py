@@ -135,3 +135,23 @@ def test_without_a_c_compiler_auto_says_why_and_native_refuses(tmp_path) -> None
         _, err = p.communicate(timeout=30)
     lines = [ln for ln in err.splitlines() if "native backend unavailable" in ln]
     assert len(lines) == 1 and "no C compiler" in lines[0], err
+
+
+def test_offloads_need_the_native_backend(tmp_path) -> None:
+    """`--offloads` is a mode of the native data path's ports: with `--backend python`, or when
+    `auto` falls back to Python (no C compiler), the switch refuses to start (exit code 2, one
+    line that says why) instead of running without it."""
+    import subprocess
+    import sys
+
+    base = [sys.executable, "-m", "softswitch", "--p4", str(ROOT / "p4" / "examples" / "basic_router.p4"),
+            "--no-grpc", "--offloads"]
+    r = subprocess.run(base + ["--backend", "python"], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert r.returncode == 2 and "--offloads needs the native backend" in r.stderr, r.stdout + r.stderr
+    env = {**os.environ, "PATH": str(tmp_path), "INNET_NATIVE_CACHE": str(tmp_path / "cache")}
+    env.pop("CC", None)
+    env.pop("INNET_SWITCH_BACKEND", None)
+    r = subprocess.run(base + ["--backend", "auto"], capture_output=True, text=True, env=env, cwd=ROOT,
+                       timeout=120)
+    assert r.returncode == 2 and "--offloads needs the native backend" in r.stderr, r.stdout + r.stderr
+    assert "Traceback" not in r.stderr

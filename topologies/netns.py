@@ -193,13 +193,19 @@ def create_namespace(prefix: str = "ins") -> NetNS:
 
 
 def create_veth_pair(
-    peer_ns: NetNS | None = None, prefix: str = "iv", mtu: int | None = None, disable_offloads: bool = True
+    peer_ns: NetNS | None = None, prefix: str = "iv", mtu: int | None = None, disable_offloads: bool = True,
+    offloads: bool = False,
 ) -> VethPair:
     """A veth pair, both ends up, IPv6 off on the host end (no router/neighbour chatter on the port).
 
     With `disable_offloads` (and ethtool installed) checksum/segmentation offloads are turned off
     on both ends, so frames captured by AF_PACKET carry finished checksums and wire-sized lengths.
+    With `offloads` they are turned on instead (checksum, scatter-gather, TSO, GSO, UDP
+    segmentation; ethtool required): the hosts' kernels then pass TCP and UDP super-frames of up to
+    64 KiB, for a switch whose ports run in offload mode (`python -m softswitch --offloads`).
     """
+    if offloads and not shutil.which("ethtool"):
+        raise RuntimeError("offloads=True needs ethtool (apt install ethtool)")
     host_if, ns_if = unique_name(prefix + "h"), unique_name(prefix + "n")
     ip("link", "add", host_if, "type", "veth", "peer", "name", ns_if)
     with _lock:
@@ -215,7 +221,10 @@ def create_veth_pair(
             if mtu is not None:
                 argv += ["mtu", str(mtu)]
             _run_in(ns, [*argv, "up"])
-            if disable_offloads and shutil.which("ethtool"):
+            if offloads:
+                _run_in(ns, ["ethtool", "-K", ifname, "tx", "on", "rx", "on", "sg", "on", "tso", "on",
+                             "gso", "on", "tx-udp-segmentation", "on", "gro", "off"])
+            elif disable_offloads and shutil.which("ethtool"):
                 _run_in(ns, ["ethtool", "-K", ifname, "tx", "off", "rx", "off", "tso", "off",
                              "gso", "off", "gro", "off"], check=False)
     except BaseException:
@@ -303,13 +312,13 @@ class Host:
 
 
 def create_routed_host(ip_cidr: str, gateway: str, gateway_mac: str, prefix: str = "rh",
-                       mtu: int | None = None) -> Host:
+                       mtu: int | None = None, offloads: bool = False) -> Host:
     """A namespace with one interface addressed `ip_cidr`, a default route via `gateway`, and a
     static neighbour entry for the gateway (the switch answers no ARP), cabled by a veth pair
     (`mtu`: both ends', None for the kernel's 1500)."""
     ns = create_namespace(prefix)
     try:
-        pair = create_veth_pair(peer_ns=ns, prefix=prefix, mtu=mtu)
+        pair = create_veth_pair(peer_ns=ns, prefix=prefix, mtu=mtu, offloads=offloads)
     except BaseException:
         ns.delete()
         raise

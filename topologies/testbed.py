@@ -37,8 +37,11 @@ class SwitchProcess:
         loss_rate: float = 0.0,
         loss_seed: int | None = None,
         p4: str | Path | None = None,
+        offloads: bool = False,
     ) -> None:
         argv = [sys.executable, "-m", "softswitch", "--grpc-addr", "127.0.0.1:0"]
+        if offloads:
+            argv.append("--offloads")
         if p4 is not None:
             argv += ["--p4", str(p4)]
         for number, ifname in sorted(ports.items()):
@@ -180,8 +183,9 @@ def _start_switch(
     stack: contextlib.ExitStack,
     p4: str | Path,
     values_per_packet: int | None = None,
+    offloads: bool = False,
 ) -> Switch:
-    proc = SwitchProcess(ports, loss_rate, seed)
+    proc = SwitchProcess(ports, loss_rate, seed, offloads=offloads)
     stack.callback(proc.stop)
     ctl = SwitchController(proc.address, switch_mac(index), switch_ip(index))
     stack.callback(ctl.close)
@@ -197,21 +201,26 @@ def star(
     p4: str | Path = DEFAULT_P4,
     values_per_packet: int | None = None,
     mtu: int | None = None,
+    offloads: bool = False,
 ) -> Iterator[Testbed]:
     """``num_hosts`` hosts on one switch; host i is 10.0.<i+1>.1 on port i+1, routes between all.
     ``values_per_packet``: compile the program with -DAGG_VALUES_PER_PACKET=<it> (None: its default);
-    ``mtu``: every link's (None: 1500; the switch sizes its port rings from it when it starts)."""
+    ``mtu``: every link's (None: 1500; the switch sizes its port rings from it when it starts);
+    ``offloads``: checksum and segmentation offloads on every link and the switch's ports in offload
+    mode (``python -m softswitch --offloads``: super-frames between hosts and switch, wire frames in
+    the pipeline)."""
     with contextlib.ExitStack() as stack:
         hosts = []
         for i in range(num_hosts):
             h = create_routed_host(
-                f"10.0.{i + 1}.1/24", f"10.0.{i + 1}.254", switch_mac(0), prefix="ag", mtu=mtu
+                f"10.0.{i + 1}.1/24", f"10.0.{i + 1}.254", switch_mac(0), prefix="ag", mtu=mtu,
+                offloads=offloads,
             )
             stack.callback(h.delete)
             hosts.append(h)
         sw = _start_switch(
             "s0", 0, {i + 1: h.pair.host_if for i, h in enumerate(hosts)}, loss_rate, loss_seed, stack, p4,
-            values_per_packet,
+            values_per_packet, offloads,
         )
         for i, h in enumerate(hosts):
             sw.controller.forwarding.add_route(f"10.0.{i + 1}.0/24", h.mac, sw.mac, i + 1)

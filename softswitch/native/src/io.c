@@ -78,6 +78,7 @@
 #include <arpa/inet.h>
 
 #include "netem.h"
+#include "offload.h"
 #include "ss_internal.h"
 
 #ifndef PACKET_IGNORE_OUTGOING
@@ -91,7 +92,7 @@
 #define IO_RING_MIN_FRAMES 1024u
 #define IO_RCVBUF (8 << 20)        /* receive queue of oversize frames (TP_STATUS_COPY) */
 #define IO_SNDBUF (4 << 20)
-#define IO_BIG_BUF (SS_MAX_FRAME + 1u)  /* one byte more: MSG_TRUNC tells longer frames */
+#define IO_BIG_BUF (SS_VNET_HDR_LEN + SS_MAX_FRAME + 1u)  /* + 1: MSG_TRUNC tells longer frames */
 #define IO_VLAN_BUF (SS_MAX_FRAME + 4u)
 #define IO_MAX_SLEEP_NS 500000000ull   /* safety net only: the eventfd wakes the thread */
 
@@ -107,6 +108,7 @@ typedef struct io_port {
     uint32_t port;
     int ifindex;
     int fd;
+    int vnet;                    /* offload mode: a virtio_net_hdr before every frame */
     char ifname[IF_NAMESIZE];
     /* RX ring */
     uint8_t *ring;
@@ -150,7 +152,17 @@ typedef struct io_state {
     uint32_t n_dirty;
     uint8_t *big;                      /* oversize frames read with recv() */
     uint8_t *vlan;                     /* frames with their VLAN tag put back */
+    uint8_t *seg;                      /* wire frames cut from a super-frame (offload mode) */
+    /* transmit in offload mode: messages of a virtio_net_hdr and one frame or a merged run */
+    struct mmsghdr vmsgs[IO_BATCH];
+    struct iovec viov[2 * IO_BATCH];
+    uint8_t vhdr[IO_BATCH][SS_VNET_HDR_LEN];
+    uint32_t vframes[IO_BATCH];        /* wire frames in each message */
+    uint64_t vbytes[IO_BATCH];         /* their bytes */
+    int offloads;                      /* ports bound from now on use offload mode (lock) */
 } io_state;
+
+static const uint8_t no_vnet_hdr[SS_VNET_HDR_LEN];  /* no GSO, no checksum to finish */
 
 /* ------------------------------------------------------------------ helpers */
 
@@ -181,11 +193,14 @@ static io_state *io_get_locked(struct ss_switch *sw)
     io->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     io->big = malloc(IO_BIG_BUF);
     io->vlan = malloc(IO_VLAN_BUF);
-    if (io->wake_fd < 0 || !io->big || !io->vlan || pthread_mutex_init(&io->ctl, NULL) != 0) {
+    io->seg = malloc(SS_MAX_FRAME);
+    if (io->wake_fd < 0 || !io->big || !io->vlan || !io->seg ||
+        pthread_mutex_init(&io->ctl, NULL) != 0) {
         if (io->wake_fd >= 0)
             close(io->wake_fd);
         free(io->big);
         free(io->vlan);
+        free(io->seg);
         free(io);
         return NULL;
     }
@@ -209,31 +224,86 @@ static inline int lose(uint32_t thr, uint64_t *rng)
 
 /* ------------------------------------------------------------------ transmit */
 
-static void tx_flush(io_port *p)
+/* sendmmsg of n messages; message k holds frames[k] wire frames of bytes[k] bytes (NULL: one
+ * frame, its iovec's length).  A refused message is dropped and counted; the rest go on. */
+static void tx_send(io_port *p, struct mmsghdr *msgs, uint32_t n, const uint32_t *frames,
+                    const uint64_t *bytes_of)
 {
-    io_txq *q = &p->tx;
-    uint32_t i = 0, sent = 0, dropped = 0;
-    uint64_t bytes = 0;
-    while (i < q->n) {
-        int r = sendmmsg(p->fd, q->msgs + i, q->n - i, MSG_DONTWAIT);
+    uint32_t i = 0;
+    uint64_t sent = 0, dropped = 0, bytes = 0;
+    while (i < n) {
+        int r = sendmmsg(p->fd, msgs + i, n - i, MSG_DONTWAIT);
         if (r > 0) {
-            for (uint32_t k = i; k < i + (uint32_t)r; k++)
-                bytes += q->iov[k].iov_len;
-            sent += (uint32_t)r;
+            for (uint32_t k = i; k < i + (uint32_t)r; k++) {
+                sent += frames ? frames[k] : 1u;
+                bytes += bytes_of ? bytes_of[k] : msgs[k].msg_hdr.msg_iov[0].iov_len;
+            }
             i += (uint32_t)r;
         } else if (r < 0 && errno == EINTR) {
             continue;
-        } else {  /* the frame at i was refused: drop it, go on with the rest */
-            dropped++;
+        } else {  /* the message at i was refused: drop it, go on with the rest */
+            dropped += frames ? frames[i] : 1u;
             i++;
         }
     }
-    q->n = 0;
-    q->used = 0;
     add64(&p->tx_packets, sent);
     add64(&p->tx_bytes, bytes);
     if (dropped)
         add64(&p->tx_dropped, dropped);
+}
+
+/* Offload mode: each run of frames that ss_off_run_* accept goes out as one super-frame (the
+ * first frame, its headers rewritten in the arena, then the others' payloads: gathered, not
+ * copied), every other frame alone behind an empty virtio_net_hdr. */
+static void tx_flush_vnet(io_state *io, io_port *p)
+{
+    io_txq *q = &p->tx;
+    uint32_t m = 0, g = 0, i = 0;
+    while (i < q->n) {
+        uint8_t *f0 = q->iov[i].iov_base;
+        ss_off_run run;
+        uint32_t j = i + 1;
+        if (ss_off_run_begin(&run, f0, (uint32_t)q->iov[i].iov_len))
+            while (j < q->n && ss_off_run_add(&run, q->iov[j].iov_base, (uint32_t)q->iov[j].iov_len))
+                j++;
+        struct iovec *v = &io->viov[g];
+        uint64_t bytes = q->iov[i].iov_len;
+        v[1] = q->iov[i];
+        if (j - i >= 2) {
+            ss_vnet_hdr vh;
+            ss_off_run_finish(&run, f0, &vh);
+            ss_vnet_store(&vh, io->vhdr[m]);
+            v[0].iov_base = io->vhdr[m];
+            for (uint32_t k = i + 1; k < j; k++) {
+                v[1 + k - i].iov_base = (uint8_t *)q->iov[k].iov_base + run.hdr_len;
+                v[1 + k - i].iov_len = q->iov[k].iov_len - run.hdr_len;
+                bytes += q->iov[k].iov_len;
+            }
+        } else {
+            v[0].iov_base = (void *)(uintptr_t)no_vnet_hdr;  /* only read by sendmmsg */
+        }
+        v[0].iov_len = SS_VNET_HDR_LEN;
+        memset(&io->vmsgs[m], 0, sizeof io->vmsgs[m]);
+        io->vmsgs[m].msg_hdr.msg_iov = v;
+        io->vmsgs[m].msg_hdr.msg_iovlen = 1u + (j - i);
+        io->vframes[m] = j - i;
+        io->vbytes[m] = bytes;
+        g += 1u + (j - i);
+        m++;
+        i = j;
+    }
+    tx_send(p, io->vmsgs, m, io->vframes, io->vbytes);
+}
+
+static void tx_flush(io_state *io, io_port *p)
+{
+    io_txq *q = &p->tx;
+    if (p->vnet)
+        tx_flush_vnet(io, p);
+    else
+        tx_send(p, q->msgs, q->n, NULL, NULL);
+    q->n = 0;
+    q->used = 0;
 }
 
 static void tx_flush_dirty(io_state *io)
@@ -241,7 +311,7 @@ static void tx_flush_dirty(io_state *io)
     for (uint32_t i = 0; i < io->n_dirty; i++) {
         io_port *p = io->dirty[i];
         p->tx_dirty = 0;
-        tx_flush(p);
+        tx_flush(io, p);
     }
     io->n_dirty = 0;
 }
@@ -251,7 +321,7 @@ static void tx_append(io_state *io, io_port *p, const uint8_t *frame, uint32_t l
 {
     io_txq *q = &p->tx;
     if (q->n == IO_BATCH || q->used + len > IO_TX_ARENA)
-        tx_flush(p);
+        tx_flush(io, p);
     if (len > IO_TX_ARENA) {  /* cannot happen (frames <= SS_MAX_FRAME) */
         add64(&p->tx_dropped, 1);
         return;
@@ -281,9 +351,15 @@ static void to_wire(emit_ctx *e, io_port *p, const uint8_t *frame, uint32_t len)
         tx_append(e->io, p, frame, len);
         return;
     }
+    struct iovec v[2] = {{(void *)(uintptr_t)no_vnet_hdr, SS_VNET_HDR_LEN},
+                         {(void *)(uintptr_t)frame, len}};  /* only read by sendmsg */
+    struct msghdr mh;
+    memset(&mh, 0, sizeof mh);
+    mh.msg_iov = p->vnet ? v : v + 1;
+    mh.msg_iovlen = p->vnet ? 2 : 1;
     ssize_t r;
     do
-        r = send(p->fd, frame, len, MSG_DONTWAIT);
+        r = sendmsg(p->fd, &mh, MSG_DONTWAIT);
     while (r < 0 && errno == EINTR);
     if (r < 0) {
         p->ctl_tx_dropped++;
@@ -343,49 +419,34 @@ static inline int slot_ready(struct tpacket2_hdr *h)
     return (__atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER) != 0;
 }
 
-/* One ring slot (lock held, data-path thread). */
-static void rx_one(io_state *io, io_port *p, struct tpacket2_hdr *h)
+/* What a received wire frame needs besides its bytes: the slot's VLAN tag and status. */
+typedef struct rx_ctx {
+    io_state *io;
+    io_port *p;
+    const struct tpacket2_hdr *h;
+    uint32_t status;
+} rx_ctx;
+
+/* A wire frame (a received one, or one cut from a super-frame): its VLAN tag put back, counted,
+ * through ingress netem into the pipeline (ss_seg_fn; lock held, data-path thread). */
+static void rx_deliver(void *arg, uint8_t *frame, uint32_t len)
 {
-    uint32_t status = h->tp_status;
-    const struct sockaddr_ll *sll =
-        (const struct sockaddr_ll *)(const void *)((const uint8_t *)h + TPACKET_ALIGN(sizeof *h));
-    const uint8_t *data;
-    uint32_t len;
-    if (status & TP_STATUS_COPY) {  /* did not fit the slot: the whole frame is queued */
-        ssize_t n;
-        do
-            n = recv(p->fd, io->big, IO_BIG_BUF, MSG_DONTWAIT | MSG_TRUNC);
-        while (n < 0 && errno == EINTR);
-        if (n <= 0 || (size_t)n > SS_MAX_FRAME) {
-            p->rx_bad++;
-            return;
-        }
-        data = io->big;
-        len = (uint32_t)n;
-    } else {
-        if (h->tp_snaplen < h->tp_len || h->tp_snaplen == 0 ||
-            (uint64_t)h->tp_mac + h->tp_snaplen > p->frame_size) {
-            p->rx_bad++;  /* truncated and no copy (receive queue full) */
-            return;
-        }
-        data = (const uint8_t *)h + h->tp_mac;
-        len = h->tp_snaplen;
-    }
-    if (sll->sll_pkttype == PACKET_OUTGOING)  /* our own (kernels without IGNORE_OUTGOING) */
-        return;
-    if (status & TP_STATUS_VLAN_VALID) {  /* the kernel took the tag off: put it back */
+    rx_ctx *c = arg;
+    io_port *p = c->p;
+    const uint8_t *data = frame;
+    if (c->status & TP_STATUS_VLAN_VALID) {  /* the kernel took the tag off: put it back */
         if (len < 12 || len + 4 > SS_MAX_FRAME) {
             p->rx_bad++;
             return;
         }
-        uint16_t tpid = (status & TP_STATUS_VLAN_TPID_VALID) ? h->tp_vlan_tpid : ETH_P_8021Q;
-        uint8_t *v = io->vlan;
-        memcpy(v, data, 12);
+        uint16_t tpid = (c->status & TP_STATUS_VLAN_TPID_VALID) ? c->h->tp_vlan_tpid : ETH_P_8021Q;
+        uint8_t *v = c->io->vlan;
+        memcpy(v, frame, 12);
         v[12] = (uint8_t)(tpid >> 8);
         v[13] = (uint8_t)tpid;
-        v[14] = (uint8_t)(h->tp_vlan_tci >> 8);
-        v[15] = (uint8_t)h->tp_vlan_tci;
-        memcpy(v + 16, data + 12, len - 12);
+        v[14] = (uint8_t)(c->h->tp_vlan_tci >> 8);
+        v[15] = (uint8_t)c->h->tp_vlan_tci;
+        memcpy(v + 16, frame + 12, len - 12);
         data = v;
         len += 4;
     }
@@ -397,7 +458,54 @@ static void rx_one(io_state *io, io_port *p, struct tpacket2_hdr *h)
         if (ss_nm_submit(nm, now, data, len) != SS_NM_PASS)
             return;
     }
-    to_pipeline(io, p, data, len);
+    to_pipeline(c->io, p, data, len);
+}
+
+/* One ring slot (lock held, data-path thread). */
+static void rx_one(io_state *io, io_port *p, struct tpacket2_hdr *h)
+{
+    uint32_t status = h->tp_status;
+    const struct sockaddr_ll *sll =
+        (const struct sockaddr_ll *)(const void *)((const uint8_t *)h + TPACKET_ALIGN(sizeof *h));
+    uint8_t *data;
+    uint32_t len;
+    uint32_t vnet = p->vnet ? SS_VNET_HDR_LEN : 0u;
+    const uint8_t *vraw;
+    if (status & TP_STATUS_COPY) {  /* did not fit the slot: the whole frame is queued */
+        ssize_t n;
+        do
+            n = recv(p->fd, io->big, IO_BIG_BUF, MSG_DONTWAIT | MSG_TRUNC);
+        while (n < 0 && errno == EINTR);
+        if (n <= (ssize_t)vnet || (size_t)n - vnet > SS_MAX_FRAME) {
+            p->rx_bad++;
+            return;
+        }
+        vraw = io->big;
+        data = io->big + vnet;
+        len = (uint32_t)n - vnet;
+    } else {
+        if (h->tp_snaplen < h->tp_len || h->tp_snaplen == 0 || h->tp_mac < vnet ||
+            (uint64_t)h->tp_mac + h->tp_snaplen > p->frame_size) {
+            p->rx_bad++;  /* truncated and no copy (receive queue full) */
+            return;
+        }
+        data = (uint8_t *)h + h->tp_mac;  /* the slot is ours until it is handed back */
+        vraw = data - vnet;
+        len = h->tp_snaplen;
+    }
+    if (sll->sll_pkttype == PACKET_OUTGOING)  /* our own (kernels without IGNORE_OUTGOING) */
+        return;
+    rx_ctx c = {io, p, h, status};
+    if (vnet) {
+        ss_vnet_hdr vh;
+        ss_vnet_load(&vh, vraw);
+        if (vh.gso_type != SS_VNET_GSO_NONE || (vh.flags & SS_VNET_F_NEEDS_CSUM)) {
+            if (ss_off_split(&vh, data, len, io->seg, SS_MAX_FRAME, rx_deliver, &c) < 0)
+                p->rx_bad++;  /* a super-frame its header does not describe */
+            return;
+        }
+    }
+    rx_deliver(&c, data, len);
 }
 
 /* Up to IO_BATCH frames of one port through the pipeline under one lock hold. */
@@ -574,13 +682,15 @@ static uint32_t pow2_at_least(uint32_t v)
 }
 
 /* Open and configure the socket and ring of a port (no lock held). */
-static int port_open(struct ss_switch *sw, uint32_t port, const char *ifname, io_port **out)
+static int port_open(struct ss_switch *sw, uint32_t port, const char *ifname, int vnet,
+                     io_port **out)
 {
     io_port *p = calloc(1, sizeof *p);
     if (!p)
         return ss__error(sw, SS_ENOMEM, "out of memory binding port %u", port);
     p->fd = -1;
     p->port = port;
+    p->vnet = vnet;
     memcpy(p->ifname, ifname, strlen(ifname) + 1);
     p->ifindex = (int)if_nametoindex(ifname);
     int rc;
@@ -619,9 +729,18 @@ static int port_open(struct ss_switch *sw, uint32_t port, const char *ifname, io
         rc = ss__error(sw, SS_EIO, "'%s': TPACKET_V2 not supported: %s", ifname, strerror(errno));
         goto fail;
     }
+    if (vnet) {  /* before the ring: the kernel sizes the slots' headroom by it */
+        v = 1;
+        if (setsockopt(p->fd, SOL_PACKET, PACKET_VNET_HDR, &v, sizeof v) != 0) {
+            rc = ss__error(sw, SS_EIO, "'%s': offload mode needs PACKET_VNET_HDR: %s", ifname,
+                           strerror(errno));
+            goto fail;
+        }
+    }
     /* slot: header + sockaddr_ll + alignment (80 bytes before the network header), the
-     * Ethernet header, an inner VLAN tag, the MTU; larger frames take the TP_STATUS_COPY path */
-    uint32_t need = 80u + 14u + 8u + (uint32_t)(mtu < 65536 ? mtu : 65536);
+     * virtio_net_hdr in offload mode, the Ethernet header, an inner VLAN tag, the MTU; larger
+     * frames (super-frames too) take the TP_STATUS_COPY path */
+    uint32_t need = 80u + SS_VNET_HDR_LEN + 14u + 8u + (uint32_t)(mtu < 65536 ? mtu : 65536);
     p->frame_size = pow2_at_least(need < 2048u ? 2048u : need);
     if (p->frame_size > 65536u)
         p->frame_size = 65536u;
@@ -710,7 +829,10 @@ int ss_port_add(struct ss_switch *sw, uint32_t port, const char *ifname)
     if (!io)
         return ss__error(sw, SS_ENOMEM, "out of memory");
     io_port *p = NULL;
-    int rc = port_open(sw, port, ifname, &p);
+    ss__lock(sw);
+    int vnet = io->offloads;
+    ss__unlock(sw);
+    int rc = port_open(sw, port, ifname, vnet, &p);
     if (rc != SS_OK)
         return rc;
     ss__lock(sw);
@@ -735,6 +857,24 @@ int ss_port_add(struct ss_switch *sw, uint32_t port, const char *ifname)
     }
     io_wake(io);
     return SS_OK;
+}
+
+int ss_set_port_offloads(struct ss_switch *sw, int on)
+{
+    if (!sw)
+        return SS_EINVAL;
+    int rc = SS_OK;
+    ss__lock(sw);
+    io_state *io = io_get_locked(sw);
+    if (!io)
+        rc = ss__error(sw, SS_ENOMEM, "out of memory");
+    else if (io->n_ports)
+        rc = ss__error(sw, SS_EEXIST, "offload mode is chosen before the first port is bound "
+                                      "(%u bound)", io->n_ports);
+    else
+        io->offloads = on != 0;
+    ss__unlock(sw);
+    return rc;
 }
 
 int ss_port_netem(struct ss_switch *sw, uint32_t port, int dir, uint64_t delay_ns,
@@ -872,6 +1012,7 @@ void ss__io_free(struct ss_switch *sw)
     pthread_mutex_destroy(&io->ctl);
     free(io->big);
     free(io->vlan);
+    free(io->seg);
     free(io);
     *slot = NULL;
 }

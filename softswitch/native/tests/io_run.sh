@@ -15,9 +15,9 @@ mkdir -p "$OUT_DIR"
 CC=${CC:-cc}
 WARN="-std=gnu11 -Wall -Wextra -Werror -pthread -I$NATIVE/include -I$NATIVE/src -I$HERE"
 SAN="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
-IO_SRCS="$NATIVE/src/io.c $NATIVE/src/netem.c"
+IO_SRCS="$NATIVE/src/io.c $NATIVE/src/netem.c $NATIVE/src/offload.c"
 TEST_SRCS="$HERE/io_test.c $HERE/io_prog.c"
-CORE_SRCS=$(ls "$NATIVE"/src/*.c | grep -v -e '/io\.c$' -e '/netem\.c$' || true)
+CORE_SRCS=$(ls "$NATIVE"/src/*.c | grep -v -e '/io\.c$' -e '/netem\.c$' -e '/offload\.c$' || true)
 
 if [ "${1:-}" = bench ]; then
     shift
