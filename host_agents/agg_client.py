@@ -182,6 +182,11 @@ class AggregationClient:
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
+        # DF on every datagram, GSO sends too (the kernel leaves DF off a GSO send larger than the
+        # MTU unless told): an aggregation packet must never be fragmented (the switch parses one
+        # whole packet), and DF lets a switch port in offload mode merge runs of results
+        self.sock.setsockopt(socket.IPPROTO_IP, getattr(socket, "IP_MTU_DISCOVER", 10),
+                             getattr(socket, "IP_PMTUDISC_DO", 2))  # Linux's values; 3.11 lacks the names
         self.sock.bind(bind)
         self.sock.setblocking(False)
         self.slots = [_Slot(i) for i in range(num_slots)]
@@ -465,6 +470,7 @@ class AggregationClient:
 
         c = ffi.new("struct aggc_call *")
         c.fd, c.ip_be, c.port_be = bio._fd, bio._ip_be, bio._port_be
+        c.gso = bio.gso[0]
         c.job_id, c.worker_id = self.job_id, self.worker_id
         c.vpp, c.chunks, c.slots, c.n_active = vpp, chunks, self.num_slots, n_active
         c.headroom = headroom_bits(self.num_workers)
@@ -494,6 +500,7 @@ class AggregationClient:
             if c.have_rtt:
                 self._srtt, self._rttvar = c.srtt, c.rttvar
             self.rto = c.rto
+            bio.gso[0] = c.gso
         stats = AllreduceStats(
             packets_sent=c.packets_sent, packets_received=c.packets_received,
             retransmissions=c.retransmissions, bytes_sent=c.bytes_sent, bytes_received=c.bytes_received,

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <math.h>
 #include <netinet/in.h>
+#include <netinet/udp.h>
 #include <poll.h>
 #include <stdint.h>
 #include <string.h>
@@ -18,6 +19,12 @@
 #include "aggio.h"
 
 #define AGGIO_BATCH 256 /* messages per system call: bounded so the arrays fit on the stack */
+#define AGGIO_GSO_SEGS 64 /* datagrams per UDP GSO send (Linux takes up to 64 on every kernel with it) */
+#define AGGIO_GSO_BYTES 65507u /* UDP payload of one IPv4 datagram, the GSO send's limit */
+
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103
+#endif
 
 /* Waits for `events` on fd for at most timeout_ns (< 0: no limit). 1 ready, 0 timed out, -errno. */
 static int wait_fd(int fd, short events, int64_t timeout_ns)
@@ -38,9 +45,16 @@ static int wait_fd(int fd, short events, int64_t timeout_ns)
 
 /* Sends n datagrams to ip_be:port_be (network order): datagram k is the first lens[rows[k]]
  * bytes of row rows[k] of `table`. Waits for room when the socket buffer is full, up to
- * full_wait_ns per wait. Returns how many were sent, or -errno when the first one failed. */
+ * full_wait_ns per wait. Returns how many were sent, or -errno when the first one failed.
+ *
+ * gso (may be NULL): while *gso is 1, each run of consecutive datagrams of one length (the last
+ * may be shorter) goes out as one UDP GSO message (UDP_SEGMENT): one pass through the socket
+ * layer for up to 64 datagrams, which the kernel cuts, or hands whole to a link with UDP
+ * segmentation offload (a switch port in offload mode). The kernel refuses GSO (EIO) on a
+ * route whose device does not finish checksums; then *gso becomes 0 and datagrams go one by
+ * one from then on. What reaches the wire is the same datagrams either way. */
 int aggio_send(int fd, const uint8_t *table, uint32_t stride, const int32_t *rows, const uint32_t *lens,
-               int n, uint32_t ip_be, uint16_t port_be, int64_t full_wait_ns)
+               int n, uint32_t ip_be, uint16_t port_be, int64_t full_wait_ns, int32_t *gso)
 {
     struct sockaddr_in dst;
     memset(&dst, 0, sizeof dst);
@@ -48,29 +62,69 @@ int aggio_send(int fd, const uint8_t *table, uint32_t stride, const int32_t *row
     dst.sin_port = port_be;
     dst.sin_addr.s_addr = ip_be;
     struct mmsghdr msgs[AGGIO_BATCH];
-    struct iovec iov[AGGIO_BATCH];
+    struct iovec iov[AGGIO_BATCH];  /* one per datagram; a GSO message gathers several */
+    int per[AGGIO_BATCH];           /* datagrams in each message */
+    union {
+        char buf[CMSG_SPACE(sizeof(uint16_t))];
+        struct cmsghdr align;
+    } ctl[AGGIO_BATCH];
     int sent = 0;
     while (sent < n) {
-        int m = n - sent < AGGIO_BATCH ? n - sent : AGGIO_BATCH;
-        for (int k = 0; k < m; k++) {
-            size_t row = (size_t)rows[sent + k];
-            /* the iovec's base is not const in POSIX; sendmmsg only reads it */
-            iov[k].iov_base = (void *)(uintptr_t)(table + row * stride);
-            iov[k].iov_len = lens[row];
-            memset(&msgs[k], 0, sizeof msgs[k]);
-            msgs[k].msg_hdr.msg_name = &dst;
-            msgs[k].msg_hdr.msg_namelen = sizeof dst;
-            msgs[k].msg_hdr.msg_iov = &iov[k];
-            msgs[k].msg_hdr.msg_iovlen = 1;
+        int m = 0, v = 0, k = sent;
+        while (k < n && v < AGGIO_BATCH) {
+            uint32_t len = lens[rows[k]];
+            int take = 1;
+            if (gso && *gso == 1) {  /* the next datagrams of this length, the last may be shorter */
+                uint32_t total = len;
+                while (k + take < n && take < AGGIO_GSO_SEGS && v + take < AGGIO_BATCH) {
+                    uint32_t l = lens[rows[k + take]];
+                    if (l > len || l == 0 || total + l > AGGIO_GSO_BYTES)
+                        break;
+                    total += l;
+                    take++;
+                    if (l < len)
+                        break;
+                }
+            }
+            memset(&msgs[m], 0, sizeof msgs[m]);
+            msgs[m].msg_hdr.msg_name = &dst;
+            msgs[m].msg_hdr.msg_namelen = sizeof dst;
+            msgs[m].msg_hdr.msg_iov = &iov[v];
+            msgs[m].msg_hdr.msg_iovlen = (size_t)take;
+            for (int j = 0; j < take; j++) {
+                size_t row = (size_t)rows[k + j];
+                /* the iovec's base is not const in POSIX; sendmmsg only reads it */
+                iov[v + j].iov_base = (void *)(uintptr_t)(table + row * stride);
+                iov[v + j].iov_len = lens[row];
+            }
+            if (take > 1) {
+                uint16_t seg = (uint16_t)len;
+                memset(&ctl[m], 0, sizeof ctl[m]);
+                msgs[m].msg_hdr.msg_control = ctl[m].buf;
+                msgs[m].msg_hdr.msg_controllen = sizeof ctl[m].buf;
+                struct cmsghdr *cm = CMSG_FIRSTHDR(&msgs[m].msg_hdr);
+                cm->cmsg_level = SOL_UDP;
+                cm->cmsg_type = UDP_SEGMENT;
+                cm->cmsg_len = CMSG_LEN(sizeof seg);
+                memcpy(CMSG_DATA(cm), &seg, sizeof seg);
+            }
+            per[m++] = take;
+            v += take;
+            k += take;
         }
         int r = sendmmsg(fd, msgs, (unsigned)m, MSG_DONTWAIT);
         if (r > 0) {
-            sent += r;
+            for (int j = 0; j < r; j++)
+                sent += per[j];
             continue;
         }
         int err = r < 0 ? errno : EAGAIN;
         if (err == EINTR)
             continue;
+        if (per[0] > 1 && (err == EIO || err == EINVAL || err == ENOPROTOOPT || err == EOPNOTSUPP)) {
+            *gso = 0;  /* no GSO on this route (EIO: its device does not finish checksums) */
+            continue;
+        }
         if (err == EAGAIN || err == EWOULDBLOCK || err == ENOBUFS) {
             int w = wait_fd(fd, POLLOUT, full_wait_ns);
             if (w > 0)
@@ -245,10 +299,10 @@ static void launch(struct aggc_call *c, int32_t s, int32_t *nq, double now)
 /* Sends rows q[0..n) of tx (lens[row] bytes each), all of them: 0, or -errno (EAGAIN when the
  * socket stayed full) after a send that moved nothing. Both protocol loops below flush with it. */
 static int send_all(int fd, const uint8_t *tx, uint32_t row, const int32_t *q, const uint32_t *lens, int n,
-                    uint32_t ip_be, uint16_t port_be)
+                    uint32_t ip_be, uint16_t port_be, int32_t *gso)
 {
     for (int done = 0; done < n;) {
-        int r = aggio_send(fd, tx, row, q + done, lens, n - done, ip_be, port_be, 1000000000);
+        int r = aggio_send(fd, tx, row, q + done, lens, n - done, ip_be, port_be, 1000000000, gso);
         if (r <= 0)
             return r < 0 ? r : -EAGAIN;
         done += r;
@@ -260,7 +314,7 @@ static int flush(struct aggc_call *c, int32_t *nq)
 {
     if (*nq == 0)
         return 0;
-    int r = send_all(c->fd, c->tx, c->row, c->sendq, c->tx_len, *nq, c->ip_be, c->port_be);
+    int r = send_all(c->fd, c->tx, c->row, c->sendq, c->tx_len, *nq, c->ip_be, c->port_be, &c->gso);
     if (r < 0) {
         c->err_errno = -r;
         return -3;
@@ -507,7 +561,7 @@ int rexc_run(struct rexc_call *c)
             if (c->due[i] < wake)
                 wake = c->due[i];
         }
-        int sent = send_all(c->fd, c->tx, c->tx_row, c->sendq, c->tx_len, nq, c->ip_be, c->port_be);
+        int sent = send_all(c->fd, c->tx, c->tx_row, c->sendq, c->tx_len, nq, c->ip_be, c->port_be, NULL);
         if (sent < 0) {
             c->err_errno = -sent;
             return -3;

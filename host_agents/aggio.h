@@ -6,13 +6,14 @@
 #include <stdint.h>
 
 int aggio_send(int fd, const uint8_t *table, uint32_t stride, const int32_t *rows, const uint32_t *lens,
-               int n, uint32_t ip_be, uint16_t port_be, int64_t full_wait_ns);
+               int n, uint32_t ip_be, uint16_t port_be, int64_t full_wait_ns, int32_t *gso);
 int aggio_recv(int fd, uint8_t *table, uint32_t stride, uint32_t *lens, int max, int64_t timeout_ns);
 
 /* One synchronous allreduce call: inputs, caller-owned arrays, state kept across a resume. */
 struct aggc_call {
     /* the job and the socket */
     int fd;
+    int32_t gso;                  /* 1: UDP GSO sends (aggio_send), set to 0 where the route refuses */
     uint32_t ip_be;
     uint16_t port_be;
     uint8_t job_id, worker_id;

@@ -93,6 +93,9 @@ class BatchSocket:
         self._lib = io.lib
         self.sock = sock
         self._fd = sock.fileno()
+        # 1 while UDP GSO sends work on this socket's route (aggio_send turns it to 0 where the
+        # kernel refuses them: no checksum offload on the link); shared with the C loop (aggc_run)
+        self.gso = io.ffi.new("int32_t *", 1)
         ip = socket.gethostbyname(dest[0])
         self._ip_be = int.from_bytes(socket.inet_aton(ip), "little")  # the bytes as they lie in memory
         self._port_be = int.from_bytes(dest[1].to_bytes(2, "big"), "little")
@@ -126,6 +129,7 @@ class BatchSocket:
                 self._ip_be,
                 self._port_be,
                 1_000_000_000,
+                self.gso,
             )
             if r <= 0:
                 code = -r if r < 0 else errno.EAGAIN

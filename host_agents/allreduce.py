@@ -161,6 +161,7 @@ def main(argv: list[str] | None = None) -> int:
                         "bytes_sent": st.bytes_sent,
                         "bytes_received": st.bytes_received,
                         "packets_sent": st.packets_sent,
+                        "packets_received": st.packets_received,
                         "retransmissions": st.retransmissions,
                         "stale": st.stale,
                         "redone": st.redone,

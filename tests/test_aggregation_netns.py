@@ -280,6 +280,65 @@ def test_256_values_per_packet_and_hosts_of_another_width(tmp_path: Path) -> Non
     assert rejected["malformed"] > 0, f"{rejected} {stderr}"
 
 
+def _if_packets(host) -> tuple[int, int]:  # noqa: ANN001 (topologies.netns.Host)
+    """(tx, rx) packets of the host's interface: skbs, so a super-frame counts once."""
+    stats = f"/sys/class/net/{host.pair.ns_if}/statistics"
+    out = host.ns.run(["cat", f"{stats}/tx_packets", f"{stats}/rx_packets"]).stdout.split()
+    return int(out[0]), int(out[1])
+
+
+_TCP_SINK = """
+import hashlib, socket
+s = socket.create_server(("0.0.0.0", 5201)); print("up", flush=True)
+c, _ = s.accept(); h = hashlib.sha256(); n = 0
+while b := c.recv(1 << 20):
+    h.update(b); n += len(b)
+print(n, h.hexdigest(), flush=True)
+"""
+_TCP_SOURCE = """
+import hashlib, socket, sys
+data = bytes(range(251)) * (4_000_000 // 251)
+s = socket.create_connection((sys.argv[1], 5201)); s.sendall(data); s.shutdown(socket.SHUT_WR); s.recv(1)
+print(len(data), hashlib.sha256(data).hexdigest(), flush=True)
+"""
+
+
+def test_offload_mode_moves_super_frames_and_keeps_every_result(tmp_path: Path) -> None:
+    """Links with TSO and UDP segmentation on and the switch's ports in offload mode (`python -m
+    softswitch --offloads`): the workers hand the switch UDP super-frames (fewer skbs leave each
+    host than datagrams), the switch aggregates every wire packet exactly once (its counter) and
+    merges results into super-frames (fewer skbs arrive than results), and every sum is right. A
+    4 MB TCP stream between two hosts crosses the same switch intact, cut into wire segments for
+    the pipeline and merged again on the way out."""
+    sizes = [10003, 100000]
+    with star(3, values_per_packet=256, offloads=True) as tb:
+        tb.install_job(1, slot_base=0, num_slots=32, values_per_packet=256)
+        before = [_if_packets(w.host) for w in tb.workers]
+        stats = wait_all(run_workers(tb, tmp_path, 1, 32, sizes, extra=["--values-per-packet", "256"]))
+        after = [_if_packets(w.host) for w in tb.workers]
+        counters = tb.root.controller.jobs.counters(1)
+        src, dst = tb.workers[0].host, tb.workers[1].host
+        t_before = _if_packets(src)[0], _if_packets(dst)[1]
+        sink = dst.ns.popen([sys.executable, "-c", _TCP_SINK])
+        assert sink.stdout.readline().strip() == "up"
+        sent = src.ns.run([sys.executable, "-c", _TCP_SOURCE, dst.ip], timeout=60).stdout.split()
+        got = sink.communicate(timeout=60)[0].split()
+        t_after = _if_packets(src)[0], _if_packets(dst)[1]
+    check_results(tmp_path, 1, [0, 1, 2], sizes, vpp=256)
+    packets = sum(-(-s // 256) + min(32, -(-s // 256)) for s in sizes)
+    assert counters["aggregated"] == 3 * packets  # each wire packet of the super-frames, once
+    for rank, recs in enumerate(stats):
+        datagrams_out = sum(r["packets_sent"] for r in recs)
+        datagrams_in = sum(r["packets_received"] for r in recs)
+        skbs_out, skbs_in = after[rank][0] - before[rank][0], after[rank][1] - before[rank][1]
+        assert skbs_out < datagrams_out, f"worker {rank}: no UDP GSO ({skbs_out} skbs, {datagrams_out})"
+        assert skbs_in < datagrams_in, f"worker {rank}: no merged results ({skbs_in} skbs, {datagrams_in})"
+    assert got == sent, "the TCP stream arrived changed"
+    segments = 4_000_000 // 1448
+    assert t_after[0] - t_before[0] < segments / 4, "no TSO on the sender's link"
+    assert t_after[1] - t_before[1] < segments / 4, "the switch did not merge the stream's segments"
+
+
 def test_two_jobs_at_once_stay_correct(tmp_path: Path) -> None:
     """Two jobs over the same four hosts (separate UDP ports, slot ranges and groups) run together."""
     with star(4) as tb:
