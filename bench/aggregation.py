@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import json
 import math
 import os
@@ -354,6 +355,11 @@ def worker_main(args: argparse.Namespace) -> int:
         is_async = isinstance(method, _SwitchAsyncMethod)
         # each size's shared bound, computed once by the driver (fixed-exponent methods only)
         exponents = [int(e) for e in args.exponents.split(",")] if args.exponents else [0] * len(sizes)
+        # torch and the method's set-up leave ~10^5 long-lived objects; a full collection over them,
+        # triggered by any call's allocations, cost a worker ~10% of a core inside its timed calls
+        # (perf, 4 x 1 MB): freeze them out of the collector, for every method alike
+        gc.collect()
+        gc.freeze()
         emit(event="up", rank=args.rank)
         for index, (numel, repeat) in enumerate(zip(sizes, repeats, strict=True)):
             x = input_tensor(args.seed, args.rank, numel, 0)
@@ -384,6 +390,14 @@ def worker_main(args: argparse.Namespace) -> int:
             # against the exact sum): up to 4 made before the timed calls and taken in turn, so
             # that making one does not hold the other workers up inside a timed call
             grads = [input_tensor(args.seed, args.rank, numel, 1 + k) for k in range(min(repeat, 4))]
+            # Python's collector stays out of the timed calls, as timeit keeps it out, for every
+            # method alike: with torch loaded a full collection walks ~1.5e5 objects (~140 ms on
+            # the 2-CPU VM), and the warm-up's lazy imports left ~1e5 new ones that kept
+            # triggering collections (perf at 4 x 1 MB: ~10% of each worker's core in
+            # gc_collect_main, ~16 ms per 30 ms call); frozen, then off until the timed calls end
+            gc.collect()
+            gc.freeze()
+            gc.disable()
             for rep in range(repeat):
                 x = grads[rep % len(grads)]
                 if args.delay_ms:  # the straggler: a slower compute step before each timed call
@@ -402,6 +416,7 @@ def worker_main(args: argparse.Namespace) -> int:
                     event="call", rank=args.rank, numel=numel, rep=rep, seconds=seconds,
                     bytes_sent=sent, bytes_received=received, retransmissions=retx, **extra,
                 )
+            gc.enable()
             emit(event="done", rank=args.rank, numel=numel)
             if args.fill:
                 # an asynchronous job's fast workers race ahead of the straggler; if they stopped,
@@ -548,6 +563,7 @@ class Config:
     straggler_ms: float = 0.0  # the last worker sleeps this long before each timed call
     values_per_packet: list[int] = field(default_factory=lambda: [_default_width()])  # switch methods: each
     mtu: int = 1500  # every link's, for all methods alike
+    offloads: bool = False  # checksum/segmentation offloads on every link, switch ports in offload mode
     results: list[dict] = field(default_factory=list)
     meta: dict = field(default_factory=dict)
 
@@ -817,7 +833,7 @@ def run(cfg: Config) -> None:
             progress(f"workers={n}: building a star of {n} worker(s) + 1 parameter-server host on one switch "
                      f"(innet.p4 at {vpp} values per packet)")  # fmt: skip
             t0 = time.monotonic()
-            with star(n + 1, values_per_packet=vpp, mtu=cfg.mtu) as tb:
+            with star(n + 1, values_per_packet=vpp, mtu=cfg.mtu, offloads=cfg.offloads) as tb:
                 progress(f"workers={n}: testbed up in {time.monotonic() - t0:.1f} s")
                 fail_dns_fast(tb)
                 _run_testbed(cfg, tb, Testbed(tb.switches, tb.workers[:n]), methods, n, vpp)
@@ -936,6 +952,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mtu", type=int, default=1500,
                    help="every link's MTU, the same for all methods (default %(default)s, which every "
                    "width fits; a larger one lets TCP, ps and gloo, send larger segments)")
+    p.add_argument("--offloads", action="store_true",
+                   help="checksum and segmentation offloads (TSO, UDP GSO) on every link and the switch's "
+                   "ports in offload mode (python -m softswitch --offloads), for all methods alike: hosts "
+                   "hand the switch TCP and UDP super-frames of up to 64 KiB, the P4 program still sees "
+                   "every wire frame, and runs of one flow's output frames go back as super-frames. "
+                   "Models hosts with NIC offloads; default off: every frame crosses the kernel alone")
     p.add_argument("--async-threshold", type=int, default=0,
                    help="switch-async: workers per chunk result, capped at N-1 (default: N-1)")
     p.add_argument("--quick", action="store_true",
@@ -967,6 +989,7 @@ def main(argv: list[str] | None = None) -> int:
         straggler_ms=args.straggler_ms,
         values_per_packet=args.values_per_packet or [_default_width()],
         mtu=args.mtu,
+        offloads=args.offloads,
     )
     if (cfg.repeat < 1 or cfg.big_repeat < 1 or not 1 <= cfg.slots <= 1024 or cfg.async_threshold < 0
             or cfg.straggler_ms < 0):  # fmt: skip
@@ -1014,6 +1037,7 @@ def main(argv: list[str] | None = None) -> int:
             "straggler_ms": cfg.straggler_ms,
             "values_per_packet": cfg.values_per_packet,  # the switch methods' widths (each result: its own)
             "mtu": cfg.mtu,
+            "offloads": cfg.offloads,
             "kb_bytes": KB,
         },
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
