@@ -7,6 +7,7 @@ PNG plots next to it, one section per seed figure:
   (c) replay push/sample/update latency per path                          <- bench.replay
   (d) aggregation time per allreduce: in-switch sync/async vs PS vs gloo  <- bench.aggregation
   (d2) the same with one straggler (async vs sync)   <- bench.aggregation --straggler-ms
+  (d3) the same with NIC offloads on the hosts       <- bench.aggregation --offloads
   (e) scale-model predictions                                             <- bench.scale_model
   (f) CPU/GPU ratio advisor: rates, utilization, recommended actors       <- bench.ratio
 
@@ -857,6 +858,54 @@ class Report:
         ]
         self.lines += agg_problem_lines(bad, errs)
 
+    def section_offloads(self) -> None:
+        """(d3): issue 15's allreduce points with the hosts' NIC offloads modelled (every link with
+        TSO/USO, the switch's ports in offload mode): a figure of its own, no target."""
+        d = self.data.get("aggregation_offloads")
+        title = "(d3) Aggregation with NIC offloads on the hosts: in-switch vs parameter server vs gloo"
+        if not d:
+            self.missing(title, ["aggregation-offloads"])
+            return
+        res, bad, errs = split_agg_results(d.get("results", []))
+        c = d.get("config", {})
+        self.head(
+            title,
+            d,
+            f"as (d), workers {c.get('workers')}, sizes {c.get('sizes_kb')} KB, repeat {c.get('repeat')}, "
+            f"switch at {', '.join(map(str, c.get('values_per_packet') or []))} values per packet; checksum "
+            "and segmentation offloads (TSO, UDP GSO) on every link and the switch's ports in offload mode: "
+            "hosts hand over TCP and UDP super-frames of up to 64 KiB, the P4 program still runs per wire "
+            "packet, and runs of one flow's output frames go back as super-frames",
+        )
+        by = {(r["method"], r["workers"], r["size_kb"]): r["median_s"] for r in res}
+        points = sorted({(r["workers"], r["size_kb"]) for r in res})
+        rows = [
+            [str(w), str(sz),
+             *(ms(by[(m, w, sz)] * 1e3) if (m, w, sz) in by else "-" for m in ("switch", "gloo", "ps")),
+             fmt_ratio(div(by.get(("switch", w, sz)), by.get(("gloo", w, sz)))),
+             fmt_ratio(div(by.get(("switch", w, sz)), by.get(("ps", w, sz))))]
+            for w, sz in points
+        ]  # fmt: skip
+        self.lines += md_table(
+            ["workers", "size KB", "switch ms", "gloo ms", "ps ms", "switch / gloo", "switch / ps"], rows
+        )
+        limit = (
+            "offloads cut TCP's per-byte kernel cost (64 KiB per pass), while the switch still runs its P4 "
+            "program per ~1 KB wire packet and a call is ~16 lock-step rounds of each worker's window: "
+            "the aggregation becomes latency-bound (bench/README, Tenth pass)"
+        )
+        for den in ("gloo", "ps"):
+            pts = [p for p in AGG_TARGET_POINTS if ("switch", *p) in by and (den, *p) in by]
+            if pts:
+                self.headline(
+                    f"(d3) allreduce time with host NIC offloads, switch / {den}",
+                    ", ".join(f"{fmt_ratio(div(by[('switch', *p)], by[(den, *p)]))} at {p[0]} x {p[1]} KB"
+                              for p in pts) + " (< 1: switch faster)",
+                    limit,
+                )  # fmt: skip
+        self.lines.append("")
+        self.lines += agg_problem_lines(bad, errs)
+
     # ---- (e) scale model
 
     def section_scale(self) -> None:
@@ -1279,6 +1328,7 @@ class Report:
         self.section_replay()
         self.section_aggregation()
         self.section_straggler()
+        self.section_offloads()
         self.section_scale()
         self.section_advisor()
         self.section_pps()

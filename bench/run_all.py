@@ -52,6 +52,14 @@ BENCHES = [
           quick=["--workers", "4,8", "--sizes-kb", "100,1000", "--methods", "switch,ps,gloo",
                  "--values-per-packet", "64,256", "--repeat", "5", "--big-repeat", "5"], root=True,
           timeout_full=3600, timeout_quick=400),  # full grid: ~23 min on 2 CPUs at one width
+    # issue 15's points again with checksum/segmentation offloads on every link and the switch's
+    # ports in offload mode (hosts with NIC offloads): its own figure, no target
+    Bench("aggregation-offloads", "bench.aggregation", "aggregation-offloads.json",
+          full=["--offloads", "--workers", "4,8", "--sizes-kb", "100,1000", "--methods", "switch,gloo,ps",
+                "--values-per-packet", "256", "--repeat", "20"],
+          quick=["--offloads", "--workers", "4,8", "--sizes-kb", "100,1000", "--methods", "switch,gloo,ps",
+                 "--values-per-packet", "256", "--repeat", "5"],
+          root=True, timeout_full=900, timeout_quick=400),
     # async only pays when someone is late: worker N-1 sleeps before each call (figure d2)
     Bench("aggregation-straggler", "bench.aggregation", "aggregation-straggler.json",
           full=["--methods", "switch-fixed,switch-async,gloo", "--workers", "4,8", "--sizes-kb", "100,1000",

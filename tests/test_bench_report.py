@@ -54,6 +54,9 @@ def test_full_fixture_report(tmp_path: Path) -> None:
     # (d2) one straggler: async 300 ms / fixed 500 ms -> 0.60x
     assert "| 4 | 100 | 500 | 300 | 0.60x | k=3/4 |" in text
     assert "worker N-1 sleeps 200 ms before each call" in text
+    # (d3) NIC offloads: switch 30 ms / gloo 15 ms = 2.00x at 4 x 1 MB, / ps 20 ms = 1.50x
+    assert "| 4 | 1000 | 30 | 15 | 20 | 2.00x | 1.50x |" in text
+    assert "## (d3) Aggregation with NIC offloads on the hosts" in text
     # headline table: one line per figure, its ratio from this run and what limits it
     head = text.split("## Headline ratios")[1].split("\n## ")[0]
     assert "| figure | ratio (this run) | target (issue 15) | met? | what limits it |" in head
@@ -73,6 +76,9 @@ def test_full_fixture_report(tmp_path: Path) -> None:
     assert "| (f) recommended actors per learner | 1 (x1 threads)" in head
     assert "against published 3.66x / 3.71x" in head
     assert "| (d2) allreduce with a 200 ms straggler, switch-async / switch-fixed | 0.60x (4 workers" in head
+    assert ("| (d3) allreduce time with host NIC offloads, switch / gloo | 1.00x at 4 x 100 KB, 2.00x at "
+            "4 x 1000 KB, 0.50x at 8 x 100 KB, 1.25x at 8 x 1000 KB (< 1: switch faster) | - | - |") in head
+    assert "| (d3) allreduce time with host NIC offloads, switch / ps | 2.00x at 4 x 100 KB, 1.50x" in head
     # issue 15's targets: (c) host-sockets / switch 2.00x against >= 1.3x; (d) measured at 2 workers
     # only, not at the target's points; Ape-X 60 s / DQN 48 s = 1.25x against < 1.0
     same_server = "(host-sockets / switch median, 1 actors; > 1: switch faster)"
@@ -100,7 +106,7 @@ def test_full_fixture_report(tmp_path: Path) -> None:
         "steps/s; time: learn 50%, replay 20%" in learning
     # each figure states its machine and configuration
     assert text.count("- machine: Fixture CPU, 2 CPUs") == 4  # ratio (a, b, f) and replay
-    assert text.count("- configuration:") == 8
+    assert text.count("- configuration:") == 9
     for name in ("breakdown", "push-frequency", "replay", "aggregation", "scale-model", "ratio"):
         png = tmp_path / f"report-{name}.png"
         assert png.is_file() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -139,8 +145,8 @@ def test_missing_data_says_not_measured(tmp_path: Path) -> None:
     for s in SECTIONS:
         assert f"## {s}" in text
     assert "## (d) Aggregation time" in text and "5.00x" in text
-    # (a), (b), (c), (d2), (e), (f), softswitch and learning: not measured
-    assert text.count(f"**{NOT_MEASURED}.**") == 8
+    # (a), (b), (c), (d2), (d3), (e), (f), softswitch and learning: not measured
+    assert text.count(f"**{NOT_MEASURED}.**") == 9
     assert "`replay`: skipped: needs root" in text
     assert "`ratio`: failed: exit code 1" in text
     assert "`scale_model`: no result file" in text
