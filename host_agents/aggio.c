@@ -20,7 +20,7 @@
 
 #define AGGIO_BATCH 256 /* messages per system call: bounded so the arrays fit on the stack */
 #define AGGIO_GSO_SEGS 64 /* datagrams per UDP GSO send (Linux takes up to 64 on every kernel with it) */
-#define AGGIO_GSO_BYTES 65507u /* UDP payload of one IPv4 datagram, the GSO send's limit */
+#define AGGIO_GSO_BYTES 65493u /* UDP payload of a GSO send whose frame stays within 65,535 bytes */
 
 #ifndef UDP_SEGMENT
 #define UDP_SEGMENT 103

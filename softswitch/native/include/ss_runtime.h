@@ -321,7 +321,8 @@ int ss_port_add(struct ss_switch *sw, uint32_t port, const char *ifname);
  * each port's socket exchanges frames with the kernel behind a virtio_net_hdr, as a virtual
  * NIC does, so that hosts with TSO/USO on their links hand over TCP/UDP super-frames, which
  * the switch cuts into wire frames for the pipeline, and runs of output frames of one flow to
- * one port go back to the kernel as one super-frame (src/offload.h says what that rewrites). */
+ * one port go back to the kernel as one super-frame (src/offload.h says what that rewrites).
+ * Refused (SS_EINVAL) on kernels before 6.2, whose packet sockets cannot carry UDP GSO. */
 int ss_set_port_offloads(struct ss_switch *sw, int on);
 /* link emulation per port and direction (dir 0 = frames received on the port, 1 = sent to it):
  * delay/jitter in ns, loss in parts per 2^32, rate in bits/s (0 = none), limit in frames,

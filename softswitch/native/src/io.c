@@ -73,6 +73,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 #include <arpa/inet.h>
@@ -92,7 +93,10 @@
 #define IO_RING_MIN_FRAMES 1024u
 #define IO_RCVBUF (8 << 20)        /* receive queue of oversize frames (TP_STATUS_COPY) */
 #define IO_SNDBUF (4 << 20)
-#define IO_BIG_BUF (SS_VNET_HDR_LEN + SS_MAX_FRAME + 1u)  /* + 1: MSG_TRUNC tells longer frames */
+/* a super-frame may carry a full 65,535-byte IPv4 packet: Ethernet, a VLAN tag and that (its wire
+ * frames are each within SS_MAX_FRAME); + 1: MSG_TRUNC tells longer frames */
+#define IO_MAX_SUPER (18u + 65535u)
+#define IO_BIG_BUF (SS_VNET_HDR_LEN + IO_MAX_SUPER + 1u)
 #define IO_VLAN_BUF (SS_MAX_FRAME + 4u)
 #define IO_MAX_SLEEP_NS 500000000ull   /* safety net only: the eventfd wakes the thread */
 
@@ -109,6 +113,7 @@ typedef struct io_port {
     int ifindex;
     int fd;
     int vnet;                    /* offload mode: a virtio_net_hdr before every frame */
+    uint32_t mtu;                /* the interface's, when bound: merged runs keep to it */
     char ifname[IF_NAMESIZE];
     /* RX ring */
     uint8_t *ring;
@@ -263,7 +268,10 @@ static void tx_flush_vnet(io_state *io, io_port *p)
         uint8_t *f0 = q->iov[i].iov_base;
         ss_off_run run;
         uint32_t j = i + 1;
-        if (ss_off_run_begin(&run, f0, (uint32_t)q->iov[i].iov_len))
+        /* a merged frame skips the kernel's MTU check on the way out (packet_snd and veth
+         * let GSO frames through): runs whose wire frames would not fit are not merged */
+        if (ss_off_run_begin(&run, f0, (uint32_t)q->iov[i].iov_len) &&
+            run.hdr_len + run.seg <= p->mtu + 14u)
             while (j < q->n && ss_off_run_add(&run, q->iov[j].iov_base, (uint32_t)q->iov[j].iov_len))
                 j++;
         struct iovec *v = &io->viov[g];
@@ -476,7 +484,7 @@ static void rx_one(io_state *io, io_port *p, struct tpacket2_hdr *h)
         do
             n = recv(p->fd, io->big, IO_BIG_BUF, MSG_DONTWAIT | MSG_TRUNC);
         while (n < 0 && errno == EINTR);
-        if (n <= (ssize_t)vnet || (size_t)n - vnet > SS_MAX_FRAME) {
+        if (n <= (ssize_t)vnet || (size_t)n - vnet > (vnet ? IO_MAX_SUPER : SS_MAX_FRAME)) {
             p->rx_bad++;
             return;
         }
@@ -499,6 +507,10 @@ static void rx_one(io_state *io, io_port *p, struct tpacket2_hdr *h)
     if (vnet) {
         ss_vnet_hdr vh;
         ss_vnet_load(&vh, vraw);
+        if (vh.gso_type == SS_VNET_GSO_NONE && len > SS_MAX_FRAME) {
+            p->rx_bad++;  /* only a super-frame may be longer (its wire frames are not) */
+            return;
+        }
         if (vh.gso_type != SS_VNET_GSO_NONE || (vh.flags & SS_VNET_F_NEEDS_CSUM)) {
             if (ss_off_split(&vh, data, len, io->seg, SS_MAX_FRAME, rx_deliver, &c) < 0)
                 p->rx_bad++;  /* a super-frame its header does not describe */
@@ -724,6 +736,7 @@ static int port_open(struct ss_switch *sw, uint32_t port, const char *ifname, in
     memcpy(ifr.ifr_name, ifname, strlen(ifname));
     if (ioctl(p->fd, SIOCGIFMTU, &ifr) == 0 && ifr.ifr_mtu > 0)
         mtu = ifr.ifr_mtu;
+    p->mtu = (uint32_t)mtu;
     int v = TPACKET_V2;
     if (setsockopt(p->fd, SOL_PACKET, PACKET_VERSION, &v, sizeof v) != 0) {
         rc = ss__error(sw, SS_EIO, "'%s': TPACKET_V2 not supported: %s", ifname, strerror(errno));
@@ -845,6 +858,8 @@ int ss_port_add(struct ss_switch *sw, uint32_t port, const char *ifname)
                 rc = ss__error(sw, SS_EEXIST, "interface '%s' is already bound to port %u",
                                ifname, io->list[k]->port);
     }
+    if (rc == SS_OK && io->offloads != vnet)
+        rc = ss__error(sw, SS_EEXIST, "offload mode changed while port %u was being bound", port);
     if (rc == SS_OK) {
         io->ports[port] = p;
         io->list[io->n_ports++] = p;
@@ -859,10 +874,22 @@ int ss_port_add(struct ss_switch *sw, uint32_t port, const char *ifname)
     return SS_OK;
 }
 
+/* Whether a kernel release ("6.18.4-...") is at least major.minor. */
+static int release_at_least(const char *release, unsigned major, unsigned minor)
+{
+    unsigned a = 0, b = 0;
+    if (sscanf(release, "%u.%u", &a, &b) != 2)
+        return 0;
+    return a > major || (a == major && b >= minor);
+}
+
 int ss_set_port_offloads(struct ss_switch *sw, int on)
 {
     if (!sw)
         return SS_EINVAL;
+    struct utsname u;
+    if (uname(&u) != 0)
+        strcpy(u.release, "unknown");
     int rc = SS_OK;
     ss__lock(sw);
     io_state *io = io_get_locked(sw);
@@ -871,6 +898,9 @@ int ss_set_port_offloads(struct ss_switch *sw, int on)
     else if (io->n_ports)
         rc = ss__error(sw, SS_EEXIST, "offload mode is chosen before the first port is bound "
                                       "(%u bound)", io->n_ports);
+    else if (on && !release_at_least(u.release, 6, 2))
+        rc = ss__error(sw, SS_EINVAL, "offload mode needs Linux 6.2 or newer (UDP segmentation "
+                                      "through packet sockets); this kernel is %s", u.release);
     else
         io->offloads = on != 0;
     ss__unlock(sw);

@@ -236,12 +236,13 @@ int ss_off_split(const ss_vnet_hdr *vh, uint8_t *frame, uint32_t len, uint8_t *s
 
 /* ------------------------------------------------------------------ merge */
 
-/* Ethernet II + IPv4 without options, not a fragment, DF set, total length = the frame's. */
+/* Ethernet II + IPv4 without options, not a fragment, DF set, total length = the frame's, a
+ * correct header checksum (segmentation writes a correct one: merging would repair it). */
 static int plain_ipv4_df(const uint8_t *f, uint32_t len)
 {
     return len >= ETH_HLEN_ + 20u && be16(f + 12) == ET_IPV4 && f[14] == 0x45 &&
            be16(f + 16) == len - ETH_HLEN_ && (be16(f + 20) & 0xbfffu) == 0 &&
-           (be16(f + 20) & 0x4000u);
+           (be16(f + 20) & 0x4000u) && sum_fold(sum_add(0, f + ETH_HLEN_, 20)) == 0xffffu;
 }
 
 /* The L4 header length of a mergeable frame, 0 if it is not one. */
@@ -263,6 +264,8 @@ static uint32_t mergeable_l4(const uint8_t *f, uint32_t len, uint8_t *flags)
     if (hl < 20u || hl >= l4_len || (l4[12] & 0x0fu))
         return 0;
     if ((l4[13] & ~TCP_PSH) != TCP_ACK || be16(l4 + 18) != 0)  /* ACK [PSH] only, no URG */
+        return 0;
+    if (l4[16] == 0xff && l4[17] == 0xff)  /* -0: valid, but segmentation would write +0 */
         return 0;
     if (!l4_csum_ok(ip, P_TCP, l4, l4_len))
         return 0;

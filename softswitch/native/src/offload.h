@@ -16,7 +16,8 @@
  *   kernel's segmentation will give back byte for byte, except two fields a GSO NIC rewrites:
  *   the IPv4 IDs of a run count up from the first frame's (only frames with DF set, whose ID
  *   RFC 6864 leaves without meaning, are merged) and a zero UDP checksum ("none") comes out
- *   computed.  A frame whose checksum is wrong is never merged (merging would correct it).
+ *   computed.  A frame whose checksum is wrong is never merged (merging would correct it), nor
+ *   one whose wire frames would exceed the port's MTU (io.c: a merged frame skips that check).
  * Pure functions on buffers (unit-tested in tests/test_offload.c); io.c does the sockets. */
 #ifndef SS_OFFLOAD_H
 #define SS_OFFLOAD_H
@@ -45,7 +46,8 @@ typedef void (*ss_seg_fn)(void *ctx, uint8_t *frame, uint32_t len);
 
 /* A frame received with its virtio_net_hdr, as wire frames: a frame without GSO goes to fn
  * once (its partial checksum completed in place when NEEDS_CSUM); a GSO frame (TCP over IPv4 or
- * IPv6, UDP over IPv4 or IPv6, no IP options or extension headers in IPv6) is cut into
+ * IPv6, UDP over IPv4 or IPv6; IPv4 options are copied into every frame, IPv6 extension
+ * headers are refused) is cut into
  * frames of gso_size payload bytes built in scratch (scratch_cap >= the largest of them).
  * Returns the number of frames given to fn, or -1 for a frame that cannot be split as its
  * header says (nothing given to fn). */

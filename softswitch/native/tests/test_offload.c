@@ -263,6 +263,20 @@ static void test_refusals(void)
     for (int i = 1; i < 70; i++)
         added += ss_off_run_add(&r, frames[0], lens[0]);
     CHECK(added == 65535 / 1480 - 1);
+    /* a wrong IPv4 header checksum (segmentation would write a right one) */
+    len = make(f, 0, 100, 1, 0, 0, 1);
+    f[24] ^= 0x10;
+    CHECK(ss_off_run_begin(&r, f, len) == 0);
+    /* a TCP checksum of -0 (0xffff) where segmentation would write +0 (0x0000) */
+    len = make(f, 1, 64, 1, 5, 0x10, 0);
+    s16(f + 50, 0);
+    uint32_t w = g16(f + 66) + ref_l4(f, len);  /* the sum becomes 0xffff: checksum +0 */
+    s16(f + 66, (w & 0xffff) + (w >> 16));
+    CHECK(ref_l4(f, len) == 0);
+    CHECK(ss_off_run_begin(&r, f, len) == 1);   /* +0 merges */
+    s16(f + 50, 0xffff);
+    CHECK(l4_ok(f, len));                        /* -0 is a valid checksum too */
+    CHECK(ss_off_run_begin(&r, f, len) == 0);   /* but does not merge */
     /* not IPv4, IPv4 options, a fragment */
     len = make(f, 0, 100, 1, 0, 0, 1);
     f[12] = 0x86;
