@@ -198,14 +198,16 @@ def create_veth_pair(
 ) -> VethPair:
     """A veth pair, both ends up, IPv6 off on the host end (no router/neighbour chatter on the port).
 
-    With `disable_offloads` (and ethtool installed) checksum/segmentation offloads are turned off
-    on both ends, so frames captured by AF_PACKET carry finished checksums and wire-sized lengths.
+    With `disable_offloads` (ethtool required) checksum/segmentation offloads are turned off on
+    both ends, so frames captured by AF_PACKET carry finished checksums and wire-sized lengths.
     With `offloads` they are turned on instead (checksum, scatter-gather, TSO, GSO, UDP
     segmentation; ethtool required): the hosts' kernels then pass TCP and UDP super-frames of up to
     64 KiB, for a switch whose ports run in offload mode (`python -m softswitch --offloads`).
     """
-    if offloads and not shutil.which("ethtool"):
-        raise RuntimeError("offloads=True needs ethtool (apt install ethtool)")
+    if (offloads or disable_offloads) and not shutil.which("ethtool"):
+        # left as the kernel makes them, a veth has TSO/GSO on: its host would hand the switch
+        # super-frames that only a switch in offload mode can cut into wire frames
+        raise RuntimeError("setting a veth's offloads needs ethtool (apt install ethtool; make installs it)")
     host_if, ns_if = unique_name(prefix + "h"), unique_name(prefix + "n")
     ip("link", "add", host_if, "type", "veth", "peer", "name", ns_if)
     with _lock:
@@ -224,7 +226,7 @@ def create_veth_pair(
             if offloads:
                 _run_in(ns, ["ethtool", "-K", ifname, "tx", "on", "rx", "on", "sg", "on", "tso", "on",
                              "gso", "on", "tx-udp-segmentation", "on", "gro", "off"])
-            elif disable_offloads and shutil.which("ethtool"):
+            elif disable_offloads:
                 _run_in(ns, ["ethtool", "-K", ifname, "tx", "off", "rx", "off", "tso", "off",
                              "gso", "off", "gro", "off"], check=False)
     except BaseException:
