@@ -719,7 +719,7 @@ class Report:
              "segments and gloo's few large writes"
              if self.native_switch() else
              f"the software switch's packets/s ({vtext} packets) against TCP's 1448-byte segments")
-            + "; (e) models a line-rate switch instead"
+            + "; (e) models a line-rate switch instead; (d3) gives the hosts NIC offloads"
         )
         async_limit = (
             "workers of equal speed here: async saves only the wait for the last one while the late "
