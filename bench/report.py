@@ -891,8 +891,9 @@ class Report:
         )
         limit = (
             "offloads cut TCP's per-byte kernel cost (64 KiB per pass), while the switch still runs its P4 "
-            "program per ~1 KB wire packet and a call is ~16 lock-step rounds of each worker's window: "
-            "the aggregation becomes latency-bound (bench/README, Tenth pass)"
+            "program per ~1 KB wire packet on one data-path thread: its user-space work per call does not "
+            "shrink (the register updates of each contribution the largest part) and larger windows did "
+            "not help (bench/README, Tenth pass)"
         )
         for den in ("gloo", "ps"):
             pts = [p for p in AGG_TARGET_POINTS if ("switch", *p) in by and (den, *p) in by]

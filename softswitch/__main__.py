@@ -63,12 +63,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seed of the loss emulation of --loss-rate and --netem (default: random)")
     p.add_argument("--offloads", action="store_true",
                    help="offload mode (native backend, Linux 6.2+): each port exchanges TCP and UDP "
-                        "super-frames with the kernel behind a virtio_net_hdr, as a virtual NIC with TSO/USO "
-                        "does, so "
-                        "hosts whose links have segmentation offloads on hand over up to 64 KiB at once; "
-                        "the pipeline still sees every wire frame, and a run of output frames of one flow "
-                        "to one port goes back as one super-frame for the kernel to cut (it renumbers the "
-                        "IPv4 IDs of such a run and fills in zero UDP checksums; "
+                        "super-frames with the kernel behind a virtio_net_hdr, as a virtual NIC with "
+                        "TSO/USO does, so hosts whose links have segmentation offloads on hand over up to "
+                        "64 KiB at once; the pipeline still sees every wire frame, and a run of output "
+                        "frames of one flow to one port goes back as one super-frame for the kernel to cut "
+                        "(it renumbers the IPv4 IDs of such a run and fills in zero UDP checksums; "
                         "softswitch/native/src/offload.h)")
     p.add_argument("--backend", choices=["auto", "native", "python"], default=None,
                    help="how the pipeline runs: native = the program compiled to C (built with the system "

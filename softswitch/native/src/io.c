@@ -19,10 +19,16 @@
  * switch hop; the project's request/response traffic (aggregation rounds, replay samples) is
  * latency bound.  V2 has the same zero-syscall, zero-copy reading (frames are fed to the
  * pipeline straight from the ring) and wakes the poller per frame.  Slots are sized from the
- * interface MTU; a larger frame (jumbo after an MTU change, GRO/GSO super-frames up to 64 KiB
- * when offloads are on) is delivered in full through the socket's receive queue
- * (PACKET_COPY_THRESH: the slot is marked TP_STATUS_COPY) and read with recv(); frames above
- * SS_MAX_FRAME are dropped and counted.  VLAN tags the kernel stripped into the slot header are
+ * interface MTU; a larger frame (jumbo after an MTU change, a super-frame in offload mode) is
+ * delivered in full through the socket's receive queue (PACKET_COPY_THRESH: the slot is marked
+ * TP_STATUS_COPY) and read with recv(); frames above SS_MAX_FRAME (in offload mode: super-frames
+ * above a full 65,535-byte IPv4 packet) are dropped and counted.
+ *
+ * Offload mode (ss_set_port_offloads): every frame in and out carries a virtio_net_hdr
+ * (PACKET_VNET_HDR).  A received super-frame, or a frame whose checksum the host left partial,
+ * goes through ss_off_split (offload.c) and reaches the pipeline as wire frames; at each flush
+ * a run of queued output frames that ss_off_run_* accept leaves as one super-frame (its first
+ * frame's headers rewritten in the arena, the others' payloads gathered by iovec).  VLAN tags the kernel stripped into the slot header are
  * put back into the frame.  Ring overruns are counted by the kernel (PACKET_STATISTICS
  * tp_drops) and reported as rx_dropped.
  *
