@@ -41,18 +41,12 @@ POLL_MS = 100  # how long a poll thread blocks in C before it looks at the stop 
 
 
 def _register_banks(registers: list[dict]) -> list[tuple[int, list[dict]]]:
-    """Runs of registers declared one after another with the same size, each at most 64 bits wide,
-    as (number of the first, members): the runtime stores a run interleaved, cell by cell
-    (ss_define_register_bank), since a program that declares such arrays together (an
-    aggregation's value registers) reads them all at one index per packet. Others alone."""
-    banks: list[tuple[int, list[dict]]] = []
-    for i, r in enumerate(registers):
-        last = banks[-1][1] if banks else None
-        if (last and r["width"] <= 64 and last[0]["width"] <= 64 and r["size"] == last[0]["size"]):
-            last.append(r)
-        else:
-            banks.append((i, [r]))
-    return banks
+    """The manifest's registers grouped by the bank the compiler put them in (c_backend's
+    register_layout), as (number of the bank's first register, members in order)."""
+    banks: dict[int, list[dict]] = {}
+    for r in registers:
+        banks.setdefault(r["bank"], []).append(r)
+    return sorted(banks.items())
 
 
 def default_backend() -> str:

@@ -133,7 +133,7 @@ def test_manifest_numbering_basic_router() -> None:
     res = _native("p4/examples/basic_router.p4")
     assert not isinstance(res, NativeUnsupported)
     m = res.manifest
-    assert m["abi"] == 1 and m["errors"][0] == "NoError"
+    assert m["abi"] == 2 and m["errors"][0] == "NoError"
     names = [a["name"] for a in m["actions"]]
     for t in m["tables"]:
         assert all(0 <= a < len(names) for a in t["actions"])

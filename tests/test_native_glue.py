@@ -191,7 +191,8 @@ V1Switch(P(), VC(), Ing(), Eg(), CC(), Dep()) main;
 
 def test_registers_stored_as_a_bank_stay_separate_registers() -> None:
     """Registers declared together with one size share an interleaved allocation in the runtime
-    (`_register_banks`, ss_define_register_bank): each is still its own register, to the program
+    (c_backend's register_layout, ss_define_register_bank; the generated code reads the cells at
+    constant offsets in the bank's rows): each is still its own register, to the program
     (read-modify-write per packet, out-of-range indexes, widths) and to the control plane, as on
     the Python backend."""
     from softswitch.native_switch import _register_banks
@@ -213,6 +214,22 @@ def test_registers_stored_as_a_bank_stay_separate_registers() -> None:
             == [ref.register_read(name, i) for i in range(size)], name
     assert nat.register_read("Ing.rb", 3) == (0xBEEF + 2 * 0xF00D) & 0xFFFF
     assert nat.register_read("Ing.rc", 1) == (2 * 0xF1) & 0xFF
+
+
+def test_a_program_whose_registers_are_laid_out_otherwise_is_refused(monkeypatch) -> None:
+    """The generated code reads register cells at the offsets of the compiler's layout, as
+    constants: a loader that defined the registers any other way (here each alone, not as the
+    bank the manifest names) would have it read and write out of bounds. ss_switch_load says
+    which register differs and loads nothing."""
+    import softswitch.native_switch as ns
+
+    program = compile_text(BANKED)
+    layout = [(r["bank"], r["member"], r["members"]) for r in NativeSwitch(program).manifest["registers"]]
+    assert layout == [(0, 0, 3), (0, 1, 3), (0, 2, 3), (3, 0, 1)]
+    monkeypatch.setattr(ns, "_register_banks", lambda regs: [(i, [r]) for i, r in enumerate(regs)])
+    with pytest.raises(SwitchError, match=r"register 0: defined with 4 cells of 16 bits \(stride 1\), "
+                                          r"the program was compiled for 4 cells of 16 bits, member 0 of 3"):
+        NativeSwitch(program)
 
 
 GROW_N = 64

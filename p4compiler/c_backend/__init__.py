@@ -22,13 +22,50 @@ from p4compiler.c_backend.wide import limb_widths
 from p4compiler.lower import NativeUnsupported, lower_program
 from p4compiler.python_backend import CompiledProgram
 
-__all__ = ["NativeProgram", "NativeUnsupported", "emit_c", "build_manifest"]
+__all__ = ["NativeProgram", "NativeUnsupported", "RegisterSlot", "build_manifest", "emit_c",
+           "register_layout"]
 
 
 @dataclass
 class NativeProgram:
     source: str
     manifest: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class RegisterSlot:
+    """Where a register's cells live in the runtime. Cell i of the register is cell
+    i * members + member of its bank's allocation, which the bank's first register (number
+    `bank`) owns; `size` counts its cells (a register wider than 64 bits has one per limb)."""
+
+    bank: int
+    member: int
+    members: int
+    width: int
+    size: int
+
+
+def register_layout(registers: list[tuple[int, int]]) -> list[RegisterSlot]:
+    """The memory layout of a program's registers, given as (width, size) in declaration order.
+
+    Runs of registers declared one after another with the same size, each at most 64 bits wide,
+    form a bank stored interleaved, cell by cell (ss_define_register_bank): a program that
+    declares such arrays together (an aggregation's value registers) reads them all at one
+    index per packet, and then touches one row instead of a cache line in each array. The
+    compiler decides the layout, the generated code reads cells at constant offsets, the loader
+    defines the registers from the manifest, and the runtime refuses a program whose registers
+    were defined otherwise (ss_switch_load)."""
+    slots: list[RegisterSlot] = []
+    first = 0
+    for i, (width, size) in enumerate(registers):
+        prev = registers[i - 1] if i else None
+        if prev is None or width > 64 or prev[0] > 64 or size != prev[1]:
+            first = i
+        slots.append(RegisterSlot(first, i - first, 0, width, size * len(limb_widths(width))))
+    counts: dict[int, int] = {}
+    for s in slots:
+        counts[s.bank] = counts.get(s.bank, 0) + 1
+    return [RegisterSlot(s.bank, s.member, counts[s.bank], s.width, s.size) for s in slots]
 
 
 def emit_c(program: CompiledProgram) -> NativeProgram:
@@ -45,7 +82,8 @@ def emit_c(program: CompiledProgram) -> NativeProgram:
         raise NativeUnsupported("the native backend does not support more than 8 direct meters yet")
     prog = lower_program(program)
     check_native(prog)  # the C limits (varbit locals, exit in a parser, ...): the IR covers them
-    source = CEmitter(prog).run()
+    layout = register_layout([(r.bitwidth, r.size) for r in program.info.registers])
+    source = CEmitter(prog, layout).run()
     manifest = build_manifest(program, prog.field_lists, prog.errors)
     # digest fields of int<W> type: the loader gives them to handlers signed, as the Python
     # back end does (the C side carries two's complement bits)
@@ -116,8 +154,9 @@ def build_manifest(
             }
         )
     regs = {e.p4name: e.args for e in program.externs if e.kind == "register"}
+    layout = register_layout([(r.bitwidth, r.size) for r in info.registers])
     return {
-        "abi": 1,
+        "abi": 2,
         "tables": tables,
         "actions": [
             {"name": a.name, "params": [{"name": p.name, "width": p.bitwidth} for p in a.params]}
@@ -129,8 +168,12 @@ def build_manifest(
                 "width": r.bitwidth,
                 "size": r.size,
                 "signed": bool(regs.get(r.name, {}).get("signed", False)),
+                # the cells' place (register_layout): the loader defines the banks from this
+                "bank": slot.bank,
+                "member": slot.member,
+                "members": slot.members,
             }
-            for r in info.registers
+            for r, slot in zip(info.registers, layout, strict=True)
         ],
         "counters": [{"name": c.name, "size": c.size, "unit": c.unit} for c in info.counters],
         "meters": [{"name": m.name, "size": m.size, "unit": m.unit} for m in info.meters],

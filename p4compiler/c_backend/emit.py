@@ -49,20 +49,37 @@ static inline void ss__st(uint8_t *p, unsigned n, uint64_t v) {
 #endif
     for (unsigned i = n; i-- > 0;) { p[i] = (uint8_t)v; v >>= 8; }
 }
-/* register cells inline (ss_register in ss_runtime.h; every register the program names is
- * defined before it loads): an out-of-range index reads 0 and writes nothing, as bmv2 */
+/* Register cells inline.  A cell is a type of its own, and the generated code is compiled with
+ * strict aliasing: a cell write then cannot alias a header or metadata field, a local or a
+ * register descriptor (all uint64_t or pointers), so the compiler keeps those in registers
+ * across the writes.  (With every access a plain uint64_t, a packet that adds 256 values to one
+ * bank row reloaded the descriptor, the index and both masks after each of the 256 writes.)
+ * ss__cell_read/ss__cell_write: the register's place (the bank's first register, the member,
+ * the bank's width in members), size and mask are constants of the program's layout
+ * (register_layout), which ss_switch_load checks.  An out-of-range index reads 0 and writes
+ * nothing, as bmv2. */
 #if defined(__GNUC__)
 #define SS__HOT_INLINE static inline __attribute__((always_inline))
 #else
 #define SS__HOT_INLINE static inline
 #endif
+typedef struct ss__cell { uint64_t v; } ss__cell;
+SS__HOT_INLINE uint64_t ss__cell_read(ss_ctx *c, uint32_t bank, uint64_t i, uint64_t size, uint64_t members,
+                                      uint64_t member) {
+    return i < size ? ((const ss__cell *)c->registers[bank]->cells)[i * members + member].v : 0;
+}
+SS__HOT_INLINE void ss__cell_write(ss_ctx *c, uint32_t bank, uint64_t i, uint64_t size, uint64_t members,
+                                   uint64_t member, uint64_t mask, uint64_t v) {
+    if (i < size) ((ss__cell *)c->registers[bank]->cells)[i * members + member].v = v & mask;
+}
+/* through the descriptor (the limbs of a register wider than 64 bits) */
 SS__HOT_INLINE uint64_t ss__reg_read(ss_ctx *c, uint32_t reg, uint64_t i) {
     const ss_register *r = c->registers[reg];
-    return i < r->size ? r->cells[i * r->stride] : 0;
+    return i < r->size ? ((const ss__cell *)r->cells)[i * r->stride].v : 0;
 }
 SS__HOT_INLINE void ss__reg_write(ss_ctx *c, uint32_t reg, uint64_t i, uint64_t v) {
     const ss_register *r = c->registers[reg];
-    if (i < r->size) r->cells[i * r->stride] = v & r->mask;
+    if (i < r->size) ((ss__cell *)r->cells)[i * r->stride].v = v & r->mask;
 }
 /* w <= 64 bits at bit offset `bit` of p, MSB first */
 static inline uint64_t ss__getbits(const uint8_t *p, uint64_t bit, unsigned w) {
@@ -194,8 +211,9 @@ class _Fn:
 
 
 class CEmitter:
-    def __init__(self, prog: ir.Program) -> None:
+    def __init__(self, prog: ir.Program, layout: list[Any]) -> None:
         self.p = prog
+        self.layout = layout  # c_backend.RegisterSlot per register number
         self.lines: list[str] = []
         self.fn = _Fn("")
         self.pctx = _PCtx("ST_", "P_accept")
@@ -233,6 +251,10 @@ class CEmitter:
         out.append(f"static void ss_init(void *vs) {{ memset(vs, 0, {size}); }}")
         names = ", ".join(_cstr(e) for e in self.p.errors)
         out.append(f"static const char *const ss_error_names[] = {{{names}}};")
+        if self.layout:  # a cell's width: a wide register keeps 64-bit limbs
+            slots = ", ".join(f"{{{r.bank}, {r.member}, {r.members}, {min(r.width, 64)}, {_u(r.size)}}}"
+                              for r in self.layout)
+            out.append(f"static const ss_register_slot ss_register_layout[] = {{{slots}}};")
         out.append("const ss_program ss_program_desc = {")
         out.append("    .abi = SS_ABI_VERSION, .state_size = sizeof(ss_state), .init = ss_init,")
         out.append("    .parser = ss_parser, .verify_checksum = ss_verify_checksum, .ingress = ss_ingress,")
@@ -240,6 +262,8 @@ class CEmitter:
             "    .egress = ss_egress, .compute_checksum = ss_compute_checksum, .deparser = ss_deparser,"
         )
         out.append("    .preserve = ss_preserve,")
+        if self.layout:
+            out.append("    .register_layout = ss_register_layout,")
         p = self.p
         out.append(
             f"    .n_tables = {len(p.tables)}, .n_registers = {len(p.registers)}, "
@@ -733,9 +757,13 @@ class CEmitter:
         elif k == "register_write" and wide.is_wide(st.args[1].type):
             self.line(f"{ctype(st.args[1].type)}_regwrite(c, {st.obj}, {args[0]}, {args[1]});", lvl)
         elif k == "register_read":
-            self.line(f"{dest} = ss__reg_read(c, {st.obj}, {args[0]});", lvl)
+            r = self.layout[st.obj]
+            self.line(f"{dest} = ss__cell_read(c, {r.bank}, {args[0]}, {_u(r.size)}, {r.members}, "
+                      f"{r.member});", lvl)
         elif k == "register_write":
-            self.line(f"ss__reg_write(c, {st.obj}, {args[0]}, {args[1]});", lvl)
+            r = self.layout[st.obj]
+            self.line(f"ss__cell_write(c, {r.bank}, {args[0]}, {_u(r.size)}, {r.members}, {r.member}, "
+                      f"{_u((1 << r.width) - 1)}, {args[1]});", lvl)
         elif k == "counter_count":
             self.line(f"ss_counter_count(c, {st.obj}, {args[0]});", lvl)
         elif k == "meter_execute":

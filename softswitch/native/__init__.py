@@ -38,8 +38,12 @@ HEADER = INCLUDE_DIR / "ss_runtime.h"
 
 # -O2 for speed; -fvisibility=hidden + -Bsymbolic so that two programs' objects loaded in one
 # process never resolve each other's runtime symbols.
-BASE_CFLAGS = ["-std=gnu11", "-O2", "-fPIC", "-pthread", "-Wall", "-Wextra", "-fno-strict-aliasing",
-               "-fvisibility=default"]
+BASE_CFLAGS = ["-std=gnu11", "-O2", "-fPIC", "-pthread", "-Wall", "-Wextra", "-fvisibility=default"]
+# The runtime is built without type-based alias analysis; the generated code with it, which it is
+# written for (a register cell has a type of its own, emit.py's prelude): that is what lets the
+# compiler keep fields and indexes in registers across a packet's cell writes.
+RUNTIME_CFLAGS = [*BASE_CFLAGS, "-fno-strict-aliasing"]
+PROGRAM_CFLAGS = [*BASE_CFLAGS, "-fstrict-aliasing"]
 # --whole-archive: the control API (ss_switch_new, ...) is called from Python, not from the
 # program, and must be in the object all the same; part of the cache key like the flags
 LINK_FLAGS = ["-shared", "-Wl,-Bsymbolic", "-Wl,--whole-archive", "{archive}", "-Wl,--no-whole-archive",
@@ -147,7 +151,7 @@ def _atomic_place(tmp: Path, final: Path) -> None:
 def runtime_archive(sanitize: bool = False) -> Path:
     """The runtime's objects as a static archive, built once per (sources, compiler, flags)."""
     cc = compiler()
-    flags = BASE_CFLAGS + (SANITIZE_CFLAGS if sanitize else [])
+    flags = RUNTIME_CFLAGS + (SANITIZE_CFLAGS if sanitize else [])
     srcs = sorted(SRC_DIR.glob("*.c"))
     if not srcs:
         raise NativeBuildError(f"the native runtime sources are missing ({SRC_DIR})")
@@ -175,7 +179,7 @@ def build_shared_object(c_source: str, sanitize: bool = False) -> Path:
     """Compile one program's generated C and link it with the runtime archive (cached)."""
     cc = compiler()
     archive = runtime_archive(sanitize)
-    flags = BASE_CFLAGS + (SANITIZE_CFLAGS if sanitize else [])
+    flags = PROGRAM_CFLAGS + (SANITIZE_CFLAGS if sanitize else [])
     key = _digest(c_source, archive.name, _compiler_id(cc), " ".join(flags + LINK_FLAGS))
     out = cache_dir() / f"prog-{key}.so"
     if out.exists():

@@ -30,7 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SS_ABI_VERSION 1
+#define SS_ABI_VERSION 2
 #define SS_MAX_FRAME 65535u     /* largest frame in or out */
 /* The deparser may emit up to SS_MAX_FRAME bytes of headers, however little it parsed (a frame
  * may grow by more than any fixed headroom); the frame it makes (those headers, then the
@@ -85,6 +85,15 @@ typedef struct ss_register {
     uint64_t *cells;
 } ss_register;
 
+/* The layout a generated program was compiled for (p4compiler.c_backend.register_layout): it
+ * reads and writes register `reg`'s cell i at registers[bank]->cells[i * members + member] with
+ * the size and width as constants.  ss_switch_load refuses the program unless every register
+ * was defined that way. */
+typedef struct ss_register_slot {
+    uint32_t bank, member, members, width;
+    uint64_t size;
+} ss_register_slot;
+
 /* ------------------------------------------------------------------ per-packet context
  * One per pipeline pass.  The generated parser reads data[off..len); the deparser appends to
  * out (capacity out_cap); the runtime then appends data[payload_off..len) and applies
@@ -135,6 +144,9 @@ typedef struct ss_program {
      * original's headers with fresh metadata (bmv2, softswitch/switch.py).  NULL: the runtime
      * copies the whole state instead (the clone then keeps the original's metadata too). */
     void (*copy_headers)(const void *from, void *to);
+    /* n_registers slots, or NULL: a program that reaches registers only through
+     * ss_register_read/ss_register_write/ss_register_cells assumes no layout */
+    const ss_register_slot *register_layout;
 } ss_program;
 
 /* The generated code defines exactly this symbol. */

@@ -339,6 +339,21 @@ int ss_switch_load(struct ss_switch *sw, const ss_program *prog) {
         if (i >= sw->n_tables || !sw->tables[i]) { rc = ss__error(sw, SS_ENOENT, "table %u is not defined", i); goto out; }
     for (uint32_t i = 0; i < prog->n_registers; i++)
         if (i >= sw->n_registers || !sw->registers[i]) { rc = ss__error(sw, SS_ENOENT, "register %u is not defined", i); goto out; }
+    for (uint32_t i = 0; prog->register_layout && i < prog->n_registers; i++) {
+        const ss_register_slot *l = &prog->register_layout[i];
+        const ss_register *r = sw->registers[i];
+        int same = l->bank < sw->n_registers && sw->registers[l->bank] && l->member < l->members
+                   && r->size == l->size && r->stride == l->members && r->width == l->width
+                   && r->cells == sw->registers[l->bank]->cells + l->member;
+        if (!same) {
+            rc = ss__error(sw, SS_EINVAL,
+                           "register %u: defined with %llu cells of %u bits (stride %llu), the program was "
+                           "compiled for %llu cells of %u bits, member %u of %u of the bank at register %u",
+                           i, (unsigned long long)r->size, r->width, (unsigned long long)r->stride,
+                           (unsigned long long)l->size, l->width, l->member, l->members, l->bank);
+            goto out;
+        }
+    }
     for (uint32_t i = 0; i < prog->n_counters; i++)
         if (i >= sw->n_counters || !sw->counters[i]) { rc = ss__error(sw, SS_ENOENT, "counter %u is not defined", i); goto out; }
     for (uint32_t i = 0; i < prog->n_meters; i++)
