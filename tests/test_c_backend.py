@@ -29,6 +29,7 @@ from backends import allow_nonportable
 from p4compiler.c_backend import NativeProgram, NativeUnsupported, emit_c
 from p4compiler.errors import P4Error
 from p4compiler.python_backend import compile_file
+from softswitch.native import sanitize_cflags
 
 ROOT = Path(__file__).resolve().parents[1]
 INCLUDE = ROOT / "softswitch/native/include"
@@ -213,11 +214,8 @@ def test_generated_agg32_passes_runtime_agg_test_under_sanitizers(tmp_path: Path
         GCC,
         "-std=c11",
         "-D_GNU_SOURCE",
-        "-O1",
-        "-g",
-        "-fsanitize=address,undefined",
+        *sanitize_cflags(GCC),
         "-fno-sanitize-recover=all",
-        "-fno-omit-frame-pointer",
         "-pthread",
         f"-I{INCLUDE}",
         f"-I{RUNTIME_SRC}",
