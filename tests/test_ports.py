@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from softswitch.ports import (
+    RX_BATCH,
     AfPacketPort,
     InProcessPort,
     Port,
@@ -345,6 +346,23 @@ def test_frames_from_namespace_reach_the_callback(veth_ns: VethPair) -> None:
         ns_send(veth_ns.ns, veth_ns.ns_if, *sent)
         got = [d for _, d in col.wait_for(3, pred=ours)]
     assert got == sent
+
+
+@pytest.mark.netns
+def test_a_read_takes_at_most_a_batch_and_loses_nothing(veth_ns: VethPair) -> None:
+    """read_frames returns at most RX_BATCH frames, however many are queued, so that the
+    pipeline runs between batches: draining until the socket was empty never returned under a
+    flood. The rest stay queued in the kernel and come, in order, with the next reads."""
+    with AfPacketPort(veth_ns.host_if) as port:  # not started: the test reads itself
+        sent = [frame(b"burst-%03d" % i) for i in range(RX_BATCH + 20)]
+        ns_send(veth_ns.ns, veth_ns.ns_if, *sent)  # all queued on the port's socket when it returns
+        reads = []
+        deadline = time.monotonic() + 10
+        while sum(len([f for f in r if ours(f)]) for r in reads) < len(sent) and time.monotonic() < deadline:
+            reads.append(port.read_frames(0.5))
+    assert len(reads[0]) == RX_BATCH
+    assert all(len(r) <= RX_BATCH for r in reads)
+    assert [f for r in reads for f in r if ours(f)] == sent
 
 
 @pytest.mark.netns
