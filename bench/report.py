@@ -892,8 +892,9 @@ class Report:
         limit = (
             "offloads cut TCP's per-byte kernel cost (64 KiB per pass), while the switch still runs its P4 "
             "program per ~1 KB wire packet on one data-path thread: its user-space work per call does not "
-            "shrink (the register updates of each contribution the largest part) and larger windows did "
-            "not help (bench/README, Tenth pass)"
+            "shrink (parsing, the 256 register updates and deparsing of each contribution; the updates "
+            "cost 45% less since the Eleventh pass) and larger windows did not help (bench/README, Tenth "
+            "and Eleventh passes)"
         )
         for den in ("gloo", "ps"):
             pts = [p for p in AGG_TARGET_POINTS if ("switch", *p) in by and (den, *p) in by]
@@ -1071,8 +1072,9 @@ class Report:
                 self.headline(f"software switch agg32 {path}, native / python backend",
                               f"{nat['pps']:.0f} pps vs 0 (python forwards nothing under the same "
                               f"{py.get('offered_pps', 0):.0f} pps flood)",
-                              "native: the kernel's send path; python: its receive threads starve the "
-                              "pipeline under a flood")
+                              "native: the kernel's send path; python: nothing forwarded in the measured "
+                              "window (before RX_BATCH, softswitch/ports.py, its receive loop never let "
+                              "the pipeline run under a flood)")
             elif nat and py:
                 ratio = fmt_ratio(div(nat["pps"], py["pps"]))
                 self.headline(f"software switch agg32 {path}, native / python backend",
