@@ -5,7 +5,6 @@ clone-of-clone loops, the ingress port checked before it reaches C, a table's im
 
 from __future__ import annotations
 
-import statistics
 import threading
 import time
 from pathlib import Path
@@ -122,15 +121,18 @@ def test_table_without_default_action_runs_noaction_on_a_miss() -> None:
         assert sw.process_packet(1, b"\x06\x77") == [(2, b"\x06\x77")], sw.backend
 
 
-def test_digests_are_delivered_when_made_not_at_the_next_packet_in_poll() -> None:
-    """With the data path started, a digest reaches its handler within milliseconds; it used
-    to wait for the packet-in poll's 100 ms timeout."""
+def test_digests_are_delivered_when_made_not_at_the_next_packet_in_poll(monkeypatch) -> None:
+    """With the data path started, a digest reaches its handler when it is made; it used to wait
+    for the poll's timeout. The poll period is stretched to 1 s here, and each of ten digests,
+    made at different points of it, must arrive within half of it (by the timeout alone, all ten
+    would with a chance of about 1 in 1000)."""
+    import softswitch.native_switch as ns
+
+    monkeypatch.setattr(ns, "POLL_MS", 1000)
     sw = NativeSwitch(compile_file(str(P4RT_BASIC)), seed=1)
-    got: list[float] = []
     arrived = threading.Event()
 
     def handler(name: str, data: list[dict[str, int]]) -> None:
-        got.append(time.monotonic())
         arrived.set()
 
     sw.add_digest_handler(handler)
@@ -139,16 +141,12 @@ def test_digests_are_delivered_when_made_not_at_the_next_packet_in_poll() -> Non
         frame = bytes.fromhex("0a0b0c0d0e0f" "000000000001" "88b5") + bytes(46)
         outs = sw.ffi.new("ss_out[]", 4)
         buf = sw.ffi.new("uint8_t[]", 4096)
-        latencies = []
         for i in range(10):
-            time.sleep(0.013 * i % 0.1)  # spread over the poll period
+            time.sleep(0.13 * i % 1.0)  # spread over the poll period
             arrived.clear()
             with sw.lock:  # straight into C: process_packet would deliver the digest itself
-                t0 = time.monotonic()
                 assert sw.lib.ss_process(sw._sw, 3, frame, len(frame), outs, 4, buf, 4096) >= 0
-            assert arrived.wait(5), "no digest delivered"
-            latencies.append(got[-1] - t0)
-        assert statistics.median(latencies) < 0.02, latencies
+            assert arrived.wait(0.5), f"digest {i} not delivered within half a poll period"
     finally:
         sw.close()
 
