@@ -733,6 +733,29 @@ class CEmitter:
         if maxbits > 8 * 1024:
             raise NativeUnsupported("the native backend does not support hash inputs over 8192 bits yet")
         self.line(f"ss_bits {b}; {b}.nbits = 0; memset({b}.buf, 0, {(maxbits + 7) // 8 or 1});", lvl)
+        # The leading fields under one validity test, none of variable width (e.g. an IPv4
+        # header's, before its options): at constant bit offsets, stored straight into the
+        # buffer (byte-aligned whole bytes as big-endian words), no runtime call per field; the
+        # rest is appended after them with ss_bits_put.
+        conds = [None if it.valid is None else self.x(it.valid) for it in items]
+        k = 0
+        while k < len(items) and 0 <= items[k].width <= wide.LIMB and conds[k] == conds[0]:
+            k += 1
+        if k >= 2:
+            lines, off = [], 0
+            for it in items[:k]:
+                v = self.x(it.expr)
+                if off % 8 == 0 and it.width % 8 == 0 and it.width:
+                    lines.append(f"ss__st({b}.buf + {off // 8}, {it.width // 8}, {v});")
+                elif it.width:
+                    lines.append(f"ss__putbits({b}.buf, {off}, {it.width}, {v});")
+                off += it.width
+            lines.append(f"{b}.nbits = {off};")
+            if conds[0] is not None:
+                lines = [f"if ({conds[0]}) {{", *("    " + ln for ln in lines), "}"]
+            for ln in lines:
+                self.line(ln, lvl)
+            items = items[k:]
         for it in items:
             if it.width > wide.LIMB:
                 put = self.wide.bits_put(b, it)
