@@ -955,7 +955,11 @@ class CEmitter:
         bit: str | int = 0
         if not aligned or t.has_varbit:
             self.line(f"memset(o_, 0, {size});", lvl)
-        for n, ft in t.fields:
+        fields = list(t.fields)
+        j = 0
+        while j < len(fields):
+            n, ft = fields[j]
+            j += 1
             if isinstance(ft, ir.Varbit):
                 self.line(
                     f"for (uint32_t i_ = 0; i_ < {h}.f_{n}_bits / 8; i_++) "
@@ -965,6 +969,21 @@ class CEmitter:
                 bit = f"{bit} + {h}.f_{n}_bits"
                 continue
             w = ir.wire_width(ft)
+            run = self._byte_run(fields, j - 1, bit) if w % 8 else 0
+            if run:
+                # sub-byte fields that together fill whole bytes (IPv4's version and ihl, flags
+                # and fragment offset): one word, composed, stored at once
+                group = fields[j - 1 : j - 1 + run]
+                total = sum(ir.wire_width(gft) for _, gft in group)
+                parts, shift = [], total
+                for gn, gft in group:
+                    gw = ir.wire_width(gft)
+                    shift -= gw
+                    parts.append(f"(({h}.f_{gn} & {_u((1 << gw) - 1)}) << {shift})")
+                self.line(f"ss__st(o_ + {bit // 8}, {total // 8}, {' | '.join(parts)});", lvl)  # type: ignore[operator]
+                bit = bit + total  # type: ignore[operator]
+                j += run - 1
+                continue
             if w > wide.LIMB:
                 self.line(self.wide.store("o_", bit, w, f"{h}.f_{n}"), lvl)
             elif isinstance(bit, int) and bit % 8 == 0 and w % 8 == 0:
@@ -974,6 +993,24 @@ class CEmitter:
             bit = bit + w if isinstance(bit, int) else f"{bit} + {w}"
         self.line(f"c->out_len += (uint32_t){size};", lvl)
         self.line("}", lvl - 1)
+
+    @staticmethod
+    def _byte_run(fields: list[tuple[str, Any]], i: int, bit: int | str) -> int:
+        """How many fields from fields[i], starting at a constant byte-aligned bit offset, fill
+        whole bytes together (at most 64 bits, none of variable width); 0 when they do not."""
+        if not isinstance(bit, int) or bit % 8:
+            return 0
+        total = 0
+        for k in range(i, len(fields)):
+            ft = fields[k][1]
+            if isinstance(ft, ir.Varbit):
+                return 0
+            total += ir.wire_width(ft)
+            if total > 64:
+                return 0
+            if total % 8 == 0:
+                return k - i + 1 if k > i else 0
+        return 0
 
     # ------------------------------------------------------------------ functions
     def parser_fn(self) -> list[str]:
