@@ -742,14 +742,25 @@ class CEmitter:
         while k < len(items) and 0 <= items[k].width <= wide.LIMB and conds[k] == conds[0]:
             k += 1
         if k >= 2:
-            lines, off = [], 0
-            for it in items[:k]:
+            lines, off, i = [], 0, 0
+            widths: list[int | None] = [it.width for it in items[:k]]
+            while i < k:
+                it = items[i]
+                run = self._byte_run(widths, i, off) if it.width % 8 else 0
+                if run:  # sub-byte fields filling whole bytes together: one composed word
+                    gw = [g.width for g in items[i : i + run]]
+                    word = self._compose([self.x(g.expr) for g in items[i : i + run]], gw)
+                    lines.append(f"ss__st({b}.buf + {off // 8}, {sum(gw) // 8}, {word});")
+                    off += sum(gw)
+                    i += run
+                    continue
                 v = self.x(it.expr)
                 if off % 8 == 0 and it.width % 8 == 0 and it.width:
                     lines.append(f"ss__st({b}.buf + {off // 8}, {it.width // 8}, {v});")
                 elif it.width:
                     lines.append(f"ss__putbits({b}.buf, {off}, {it.width}, {v});")
                 off += it.width
+                i += 1
             lines.append(f"{b}.nbits = {off};")
             if conds[0] is not None:
                 lines = [f"if ({conds[0]}) {{", *("    " + ln for ln in lines), "}"]
@@ -956,6 +967,7 @@ class CEmitter:
         if not aligned or t.has_varbit:
             self.line(f"memset(o_, 0, {size});", lvl)
         fields = list(t.fields)
+        widths = [None if isinstance(ft, ir.Varbit) else ir.wire_width(ft) for _, ft in fields]
         j = 0
         while j < len(fields):
             n, ft = fields[j]
@@ -969,19 +981,14 @@ class CEmitter:
                 bit = f"{bit} + {h}.f_{n}_bits"
                 continue
             w = ir.wire_width(ft)
-            run = self._byte_run(fields, j - 1, bit) if w % 8 else 0
+            run = self._byte_run(widths, j - 1, bit) if w % 8 else 0
             if run:
                 # sub-byte fields that together fill whole bytes (IPv4's version and ihl, flags
                 # and fragment offset): one word, composed, stored at once
-                group = fields[j - 1 : j - 1 + run]
-                total = sum(ir.wire_width(gft) for _, gft in group)
-                parts, shift = [], total
-                for gn, gft in group:
-                    gw = ir.wire_width(gft)
-                    shift -= gw
-                    parts.append(f"(({h}.f_{gn} & {_u((1 << gw) - 1)}) << {shift})")
-                self.line(f"ss__st(o_ + {bit // 8}, {total // 8}, {' | '.join(parts)});", lvl)  # type: ignore[operator]
-                bit = bit + total  # type: ignore[operator]
+                gw = [ir.wire_width(gft) for _, gft in fields[j - 1 : j - 1 + run]]
+                word = self._compose([f"{h}.f_{gn}" for gn, _ in fields[j - 1 : j - 1 + run]], gw)
+                self.line(f"ss__st(o_ + {bit // 8}, {sum(gw) // 8}, {word});", lvl)  # type: ignore[operator]
+                bit = bit + sum(gw)  # type: ignore[operator]
                 j += run - 1
                 continue
             if w > wide.LIMB:
@@ -995,22 +1002,31 @@ class CEmitter:
         self.line("}", lvl - 1)
 
     @staticmethod
-    def _byte_run(fields: list[tuple[str, Any]], i: int, bit: int | str) -> int:
-        """How many fields from fields[i], starting at a constant byte-aligned bit offset, fill
-        whole bytes together (at most 64 bits, none of variable width); 0 when they do not."""
+    def _byte_run(widths: list[int | None], i: int, bit: int | str) -> int:
+        """How many fields from widths[i] (None: variable width), starting at a constant
+        byte-aligned bit offset, fill whole bytes together within 64 bits; 0 when they do not."""
         if not isinstance(bit, int) or bit % 8:
             return 0
         total = 0
-        for k in range(i, len(fields)):
-            ft = fields[k][1]
-            if isinstance(ft, ir.Varbit):
+        for k in range(i, len(widths)):
+            w = widths[k]
+            if w is None:
                 return 0
-            total += ir.wire_width(ft)
+            total += w
             if total > 64:
                 return 0
             if total % 8 == 0:
                 return k - i + 1 if k > i else 0
         return 0
+
+    @staticmethod
+    def _compose(values: list[str], widths: list[int]) -> str:
+        """Fields of the given widths as one big-endian word (first field in the top bits)."""
+        parts, shift = [], sum(widths)
+        for v, w in zip(values, widths, strict=True):
+            shift -= w
+            parts.append(f"(({v} & {_u((1 << w) - 1)}) << {shift})")
+        return " | ".join(parts)
 
     # ------------------------------------------------------------------ functions
     def parser_fn(self) -> list[str]:
