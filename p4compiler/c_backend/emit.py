@@ -10,7 +10,7 @@ number returned by ss_table_apply.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from p4compiler import ir
 from p4compiler.c_backend import wide
@@ -744,23 +744,12 @@ class CEmitter:
         if k >= 2:
             lines, off, i = [], 0, 0
             widths: list[int | None] = [it.width for it in items[:k]]
+            values = [self.x(it.expr) for it in items[:k]]
             while i < k:
-                it = items[i]
-                run = self._byte_run(widths, i, off) if it.width % 8 else 0
-                if run:  # sub-byte fields filling whole bytes together: one composed word
-                    gw = [g.width for g in items[i : i + run]]
-                    word = self._compose([self.x(g.expr) for g in items[i : i + run]], gw)
-                    lines.append(f"ss__st({b}.buf + {off // 8}, {sum(gw) // 8}, {word});")
-                    off += sum(gw)
-                    i += run
-                    continue
-                v = self.x(it.expr)
-                if off % 8 == 0 and it.width % 8 == 0 and it.width:
-                    lines.append(f"ss__st({b}.buf + {off // 8}, {it.width // 8}, {v});")
-                elif it.width:
-                    lines.append(f"ss__putbits({b}.buf, {off}, {it.width}, {v});")
-                off += it.width
-                i += 1
+                stmt, used, nbits = self._field_store(f"{b}.buf", off, values, widths, i)
+                if nbits:
+                    lines.append(stmt)
+                off, i = off + nbits, i + used
             lines.append(f"{b}.nbits = {off};")
             if conds[0] is not None:
                 lines = [f"if ({conds[0]}) {{", *("    " + ln for ln in lines), "}"]
@@ -962,44 +951,55 @@ class CEmitter:
             size = str(t.fixed_width() // 8)
         self.line(f"if ((uint64_t)c->out_len + {size} > c->out_cap) return -1;", lvl)
         self.line("uint8_t *o_ = c->out + c->out_len;", lvl)
-        aligned = all(ir.wire_width(ft) % 8 == 0 for _, ft in t.fields)
-        bit: str | int = 0
-        if not aligned or t.has_varbit:
-            self.line(f"memset(o_, 0, {size});", lvl)
         fields = list(t.fields)
         widths = [None if isinstance(ft, ir.Varbit) else ir.wire_width(ft) for _, ft in fields]
+        values = [f"{h}.f_{n}" for n, _ in fields]
+        body: list[str] = []
+        zero = False  # whether a store leaves bytes of the header to the others: zero them first
+        bit: str | int = 0
         j = 0
         while j < len(fields):
             n, ft = fields[j]
-            j += 1
-            if isinstance(ft, ir.Varbit):
-                self.line(
-                    f"for (uint32_t i_ = 0; i_ < {h}.f_{n}_bits / 8; i_++) "
-                    f"ss__putbits(o_, {bit} + 8 * (uint64_t)i_, 8, {h}.f_{n}[i_]);",
-                    lvl,
-                )
-                bit = f"{bit} + {h}.f_{n}_bits"
-                continue
-            w = ir.wire_width(ft)
-            run = self._byte_run(widths, j - 1, bit) if w % 8 else 0
-            if run:
-                # sub-byte fields that together fill whole bytes (IPv4's version and ihl, flags
-                # and fragment offset): one word, composed, stored at once
-                gw = [ir.wire_width(gft) for _, gft in fields[j - 1 : j - 1 + run]]
-                word = self._compose([f"{h}.f_{gn}" for gn, _ in fields[j - 1 : j - 1 + run]], gw)
-                self.line(f"ss__st(o_ + {bit // 8}, {sum(gw) // 8}, {word});", lvl)  # type: ignore[operator]
-                bit = bit + sum(gw)  # type: ignore[operator]
-                j += run - 1
+            w = widths[j]
+            if w is None:  # varbit
+                body.append(f"for (uint32_t i_ = 0; i_ < {h}.f_{n}_bits / 8; i_++) "
+                            f"ss__putbits(o_, {bit} + 8 * (uint64_t)i_, 8, {h}.f_{n}[i_]);")
+                bit, zero, j = f"{bit} + {h}.f_{n}_bits", True, j + 1
                 continue
             if w > wide.LIMB:
-                self.line(self.wide.store("o_", bit, w, f"{h}.f_{n}"), lvl)
-            elif isinstance(bit, int) and bit % 8 == 0 and w % 8 == 0:
-                self.line(f"ss__st(o_ + {bit // 8}, {w // 8}, {h}.f_{n});", lvl)
+                body.append(self.wide.store("o_", bit, w, values[j]))
+                used = 1
+                zero = zero or not (isinstance(bit, int) and bit % 8 == 0 and w % 8 == 0)
             else:
-                self.line(f"ss__putbits(o_, {bit}, {w}, {h}.f_{n});", lvl)
+                stmt, used, w = self._field_store("o_", bit, values, widths, j)
+                body.append(stmt)
+                zero = zero or stmt.startswith("ss__putbits")
             bit = bit + w if isinstance(bit, int) else f"{bit} + {w}"
+            j += used
+        if zero:
+            self.line(f"memset(o_, 0, {size});", lvl)
+        for stmt in body:
+            self.line(stmt, lvl)
         self.line(f"c->out_len += (uint32_t){size};", lvl)
         self.line("}", lvl - 1)
+
+    def _field_store(self, buf: str, bit: int | str, values: list[str], widths: list[int | None],
+                     i: int) -> tuple[str, int, int]:
+        """The C statement that puts field i (value values[i], widths[i] <= 64 bits) at bit
+        `bit` of buf, MSB first, and how many fields and bits it covers: with the sub-byte fields
+        after it when they fill whole bytes together (IPv4's version and ihl, flags and fragment
+        offset), one composed word; whole bytes at a byte offset as a big-endian store; anything
+        else bit by bit (ss__putbits keeps the buffer's other bits)."""
+        w = widths[i]
+        assert w is not None and w <= wide.LIMB
+        run = self._byte_run(widths, i, bit) if w % 8 else 0
+        if run:
+            gw = cast("list[int]", widths[i : i + run])
+            word = self._compose(values[i : i + run], gw)
+            return f"ss__st({buf} + {cast(int, bit) // 8}, {sum(gw) // 8}, {word});", run, sum(gw)
+        if isinstance(bit, int) and bit % 8 == 0 and w % 8 == 0:
+            return f"ss__st({buf} + {bit // 8}, {w // 8}, {values[i]});", 1, w
+        return f"ss__putbits({buf}, {bit}, {w}, {values[i]});", 1, w
 
     @staticmethod
     def _byte_run(widths: list[int | None], i: int, bit: int | str) -> int:
