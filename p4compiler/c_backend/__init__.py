@@ -84,7 +84,7 @@ def emit_c(program: CompiledProgram) -> NativeProgram:
     check_native(prog)  # the C limits (varbit locals, exit in a parser, ...): the IR covers them
     layout = register_layout([(r.bitwidth, r.size) for r in program.info.registers])
     source = CEmitter(prog, layout).run()
-    manifest = build_manifest(program, prog.field_lists, prog.errors)
+    manifest = build_manifest(program, prog.field_lists, prog.errors, layout)
     # digest fields of int<W> type: the loader gives them to handlers signed, as the Python
     # back end does (the C side carries two's complement bits)
     for st in ir.walk([s for body in prog.controls.values() for s in body]):
@@ -114,7 +114,8 @@ def _key_pair(m: Any, kind: str, width: int) -> list[int]:
 
 
 def build_manifest(
-    program: CompiledProgram, field_lists: dict[int, list[list[str]]], errors: list[str]
+    program: CompiledProgram, field_lists: dict[int, list[list[str]]], errors: list[str],
+    layout: list[RegisterSlot],
 ) -> dict[str, Any]:
     info = program.info
     action_no = {a.name: i for i, a in enumerate(info.actions)}
@@ -154,7 +155,6 @@ def build_manifest(
             }
         )
     regs = {e.p4name: e.args for e in program.externs if e.kind == "register"}
-    layout = register_layout([(r.bitwidth, r.size) for r in info.registers])
     return {
         "abi": 2,
         "tables": tables,

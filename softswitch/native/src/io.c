@@ -28,9 +28,9 @@
  * (PACKET_VNET_HDR).  A received super-frame, or a frame whose checksum the host left partial,
  * goes through ss_off_split (offload.c) and reaches the pipeline as wire frames; at each flush
  * a run of queued output frames that ss_off_run_* accept leaves as one super-frame (its first
- * frame's headers rewritten in the arena, the others' payloads gathered by iovec).  VLAN tags the kernel stripped into the slot header are
- * put back into the frame.  Ring overruns are counted by the kernel (PACKET_STATISTICS
- * tp_drops) and reported as rx_dropped.
+ * frame's headers rewritten in the arena, the others' payloads gathered by iovec).  VLAN tags
+ * the kernel stripped into the slot header are put back into the frame.  Ring overruns are
+ * counted by the kernel (PACKET_STATISTICS tp_drops) and reported as rx_dropped.
  *
  * Transmit: each port has a queue of up to IO_BATCH frames copied into an arena; it is sent
  * with one sendmmsg(MSG_DONTWAIT) after each pipeline batch (outside the lock) or when it
