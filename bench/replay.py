@@ -73,6 +73,7 @@ from bench.common import (
     progress,
     run_and_report,
 )
+from host_agents.replay_protocol import MAX_BATCH_ENTRIES
 from topologies.replay_server import SERVER_BIN, ReplayServerProcess
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -276,7 +277,7 @@ def build_worker_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=SEED)
     p.add_argument("--timeout", type=float, default=0.2, help="client reply timeout (s) before a resend")
     p.add_argument("--max-tries", type=int, default=30)
-    p.add_argument("--switch-batch", type=int, default=16)
+    p.add_argument("--switch-batch", type=int, default=MAX_BATCH_ENTRIES)
     p.add_argument("--phase-timeout", type=float, default=600.0)
     return p
 
@@ -354,7 +355,7 @@ class Config:
     timeout: float
     max_tries: int
     out: Path
-    switch_batch: int = 16
+    switch_batch: int = MAX_BATCH_ENTRIES
     results: list[dict] = field(default_factory=list)
     meta: dict = field(default_factory=dict)
 
@@ -704,9 +705,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--switch-batch",
         type=int,
-        default=16,
-        help="switch path: draws or updates per datagram (ReplayConfig.switch_batch, 1..16; 1 = one "
-        "datagram per sampled item or update, the form before batches; default %(default)s)",
+        default=MAX_BATCH_ENTRIES,
+        help=f"switch path: draws or updates per datagram (ReplayConfig.switch_batch, "
+        f"1..{MAX_BATCH_ENTRIES}; 1 = one datagram per sampled item or update, the form before "
+        "batches; default %(default)s)",
     )
     p.add_argument(
         "--quick",
@@ -778,8 +780,8 @@ def main(argv: list[str] | None = None) -> int:
         problems.append(f"--warmup-items must be at least --batch ({cfg.batch}): the learner samples batches")
     if not cfg.warmup_items <= cfg.max_size or cfg.max_size < cfg.batch:
         problems.append("--max-size must hold the warm-up items and one batch")
-    if not 1 <= cfg.switch_batch <= 16:
-        problems.append("--switch-batch must be 1..16")
+    if not 1 <= cfg.switch_batch <= MAX_BATCH_ENTRIES:
+        problems.append(f"--switch-batch must be 1..{MAX_BATCH_ENTRIES}")
     if "switch" in cfg.paths and cfg.max_size > SWITCH_MAX_LEAVES:
         problems.append(
             f"--max-size above {SWITCH_MAX_LEAVES} does not fit a switch tree (drop the switch path)"
