@@ -35,7 +35,10 @@ and the algorithm bandwidth size/median. Bytes on the wire are the worker interf
 (/sys/class/net/<if>/statistics/{tx,rx}_bytes inside each namespace, read before and after the
 timed calls: Ethernet frames incl. headers, TCP ACKs and retransmissions), per worker per call;
 each method's own count is kept as a cross-check (switch: frames it sent/received; ps: payload +
-32-byte framing; gloo: the analytic ring estimate of payload bytes, it has no counters).
+32-byte framing; gloo: the analytic ring estimate of payload bytes, it has no counters). Where
+each call's time goes: the CPU (user and system, from /proc) of the switch process, the workers,
+the parameter server and this driver over the timed calls, per call, and how busy the machine was
+(JSON cpu_per_call, a progress line per measurement).
 
 THE TIMINGS MEASURE THE PROJECT'S SOFTWARE SWITCH (its native backend by default, about a
 million packets/s; the Python backend tens of thousands; sharing the machine's CPUs with the
@@ -46,6 +49,7 @@ float32 tensors of SIZE_KB * 1000 / 4 elements (13000 KB ~ the seed's dueling DQ
     python -m bench.aggregation --quick               # smoke run, about a minute
     python -m bench.aggregation --workers 1,2,4 --sizes-kb 10,100,1000 --methods switch,gloo
     python -m bench.aggregation --quick --methods switch --values-per-packet 64,256
+    python -m bench.aggregation --targets --values-per-packet 256   # issue 15's (d) points, 30 calls each
 
 Needs root (network namespaces). Writes JSON (default bench/results/aggregation.json, rewritten
 after every measurement so an interrupted run keeps what it measured) and prints a table on
@@ -78,7 +82,10 @@ from bench.common import (
     ProcessGroup,
     StdinLines,
     choice_list,
+    cpu_per_call,
+    cpu_snapshot,
     emit,
+    format_cpu,
     int_list,
     process_group,
     progress,
@@ -98,6 +105,8 @@ BIG_SIZE_BYTES = 1_000_000  # sizes above this get --big-repeat timed calls
 DEFAULT_BIG_REPEAT = 1
 DEFAULT_SLOTS = 64
 QUICK = {"workers": [2], "sizes_kb": [10, 100], "repeat": 2}
+# --targets: issue 15's (d) points, the three methods its ratios compare, more calls per median
+TARGETS = {"workers": [4, 8], "sizes_kb": [100, 1000], "methods": ["switch", "gloo", "ps"], "repeat": 30}
 DEFAULT_OUT = ROOT / "bench" / "results" / "aggregation.json"
 
 JOB_ID = 1
@@ -492,8 +501,9 @@ def build_worker_parser() -> argparse.ArgumentParser:
 
 
 @contextlib.contextmanager
-def param_server(host, workers: int, timeout: float) -> Iterator[str]:
-    """`python -m host_agents.param_server` in the server host's namespace; yields IP:PORT."""
+def param_server(host, workers: int, timeout: float) -> Iterator[tuple[str, int]]:
+    """`python -m host_agents.param_server` in the server host's namespace; yields (IP:PORT, its
+    process id)."""
     argv = [
         sys.executable, "-m", "host_agents.param_server", "--host", host.ip, "--port", str(PS_PORT),
         "--workers", str(workers), "--round-timeout", str(timeout), "--idle-timeout", str(timeout),
@@ -508,7 +518,7 @@ def param_server(host, workers: int, timeout: float) -> Iterator[str]:
             proc.kill()
             raise BenchError(f"parameter server did not start: {line!r} {proc.stderr.read()[-1000:]}")
         threading.Thread(target=proc.stderr.read, daemon=True).start()  # never block on a full pipe
-        yield f"{host.ip}:{PS_PORT}"
+        yield f"{host.ip}:{PS_PORT}", proc.pid
     finally:
         if proc.poll() is None:
             proc.send_signal(signal.SIGINT)
@@ -564,6 +574,7 @@ class Config:
     values_per_packet: list[int] = field(default_factory=lambda: [_default_width()])  # switch methods: each
     mtu: int = 1500  # every link's, for all methods alike
     offloads: bool = False  # checksum/segmentation offloads on every link, switch ports in offload mode
+    targets: bool = False  # issue 15's (d) points only (TARGETS): its own figure, the targets' medians
     results: list[dict] = field(default_factory=list)
     meta: dict = field(default_factory=dict)
 
@@ -633,8 +644,13 @@ def run_method(cfg: Config, tb, method: str, n: int, vpp: int) -> None:
     with contextlib.ExitStack() as stack:
         try:
             extra: dict = {}
+            # whose CPU each call's figures count: the switch process(es), the workers (below), the
+            # parameter server, and this driver
+            roles: dict[str, list[int]] = {"switch": [sw.process.proc.pid for sw in tb.switches],
+                                           "workers": [], "server": [], "driver": [os.getpid()]}  # fmt: skip
             if method == "ps":
-                extra["server"] = stack.enter_context(param_server(server_host, n, 600.0))
+                extra["server"], ps_pid = stack.enter_context(param_server(server_host, n, 600.0))
+                roles["server"].append(ps_pid)
             if method in ("switch-fixed", "switch-async"):  # one shared bound per size, for all workers
                 sizes = (numel_for(kb) for kb in cfg.sizes_kb)
                 extra["exponents"] = ",".join(str(fixed_exponent_for(SEED, n, m)) for m in sizes)
@@ -642,12 +658,13 @@ def run_method(cfg: Config, tb, method: str, n: int, vpp: int) -> None:
             for rank in range(n):
                 argv = worker_argv(cfg, method, n, rank, tb, extra, vpp)
                 group.start(f"worker {rank}", workers[rank].host.ns, argv)
+                roles["workers"].append(group.procs[-1].pid)
             t0 = time.monotonic()
             group.wait_for("up", STARTUP_TIMEOUT_S)
             progress(f"  {method} x{n}: {n} worker(s) up in {time.monotonic() - t0:.1f} s")
             while pending:
                 kb = pending[0]
-                cfg.results.append(measure_size(cfg, group, workers, server_host, method, n, kb, vpp))
+                cfg.results.append(measure_size(cfg, group, workers, server_host, method, n, kb, vpp, roles))
                 pending.pop(0)
                 cfg.save()
         except (BenchError, OSError, RuntimeError, subprocess.TimeoutExpired) as e:
@@ -662,7 +679,8 @@ def run_method(cfg: Config, tb, method: str, n: int, vpp: int) -> None:
 
 
 def measure_size(
-    cfg: Config, group: ProcessGroup, workers, server_host, method: str, n: int, kb: int, vpp: int
+    cfg: Config, group: ProcessGroup, workers, server_host, method: str, n: int, kb: int, vpp: int,
+    roles: dict[str, list[int]] | None = None,
 ) -> dict:
     numel = numel_for(kb)
     nbytes = 4 * numel
@@ -682,10 +700,12 @@ def measure_size(
     calls: list[dict] = []
     straggler = straggler_of(cfg, n)
     timeout = phase_timeout_s(method, n, numel, repeat, vpp) + repeat * cfg.straggler_ms / 1000
+    cpu0 = cpu_snapshot(roles or {})
     t0 = time.monotonic()
     group.go()
     group.wait_for("done", timeout, collect=calls)
     wall = time.monotonic() - t0
+    cpu = cpu_per_call(cpu0, cpu_snapshot(roles or {}), repeat)
     filled: dict[int, dict] = {}
     if method == "switch-async":  # stop the filler calls (every worker but the straggler's)
         fast = [r for r in range(n) if r != straggler]
@@ -760,6 +780,10 @@ def measure_size(
         else "TCP segments resent by the hosts (/proc/net/snmp RetransSegs, all workers + the ps server)",
         "max_rel_err": err,
         "check_ok": err < 1e-4,
+        # where a call's time goes: CPU per timed call of the switch, the workers (all of them),
+        # the parameter server and the driver, user and system (the kernel's packet path), and the
+        # machine's busy share over the timed calls (bench/README.md, "Twelfth pass")
+        "cpu_per_call": cpu,
         "error": None,
     }
     if straggler is not None:
@@ -789,6 +813,7 @@ def measure_size(
         f"{res['algbw_MBps']:.2f} MB/s, wire {size_label(wire_mean)}/worker/call, retx {retx_timed}, "
         f"err {err:.1e}"
     )
+    progress(f"    {format_cpu(cpu)}")
     return res
 
 
@@ -931,7 +956,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sizes-kb", type=int_list, default=None,
                    help="comma-separated tensor sizes in KB of float32, 1 KB = 1000 bytes "
                    f"(default {','.join(map(str, DEFAULT_SIZES_KB))})")
-    p.add_argument("--methods", type=choice_list(METHODS, "method"), default=list(METHODS),
+    p.add_argument("--methods", type=choice_list(METHODS, "method"), default=None,
                    help=f"comma-separated subset of {','.join(METHODS)} (default: all)")
     p.add_argument("--repeat", type=int, default=None,
                    help=f"timed calls per size after one warm-up call (default {DEFAULT_REPEAT})")
@@ -960,6 +985,12 @@ def build_parser() -> argparse.ArgumentParser:
                    "Models hosts with NIC offloads; default off: every frame crosses the kernel alone")
     p.add_argument("--async-threshold", type=int, default=0,
                    help="switch-async: workers per chunk result, capped at N-1 (default: N-1)")
+    p.add_argument("--targets", action="store_true",
+                   help=f"issue 15's (d) points: workers {','.join(map(str, TARGETS['workers']))}, sizes "
+                   f"{','.join(map(str, TARGETS['sizes_kb']))} KB, methods {','.join(TARGETS['methods'])}, "
+                   f"repeat {TARGETS['repeat']} (explicit options still win); its JSON (benchmark "
+                   "aggregation_targets) is what bench/report.md reads the (d) targets from, the full "
+                   "grid's fewer calls per median being the fallback")
     p.add_argument("--quick", action="store_true",
                    help=f"smoke run: workers {QUICK['workers'][0]}, "
                    f"sizes {','.join(map(str, QUICK['sizes_kb']))} KB, repeat {QUICK['repeat']} "
@@ -967,7 +998,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, default=None,
                    help="JSON output (default bench/results/aggregation.json; with --straggler-ms "
                    "bench/results/aggregation-straggler.json, else with --offloads "
-                   "bench/results/aggregation-offloads.json)")
+                   "bench/results/aggregation-offloads.json, else with --targets "
+                   "bench/results/aggregation-targets.json)")
     return p
 
 
@@ -976,22 +1008,28 @@ def main(argv: list[str] | None = None) -> int:
     if any(a == "--role" or a.startswith("--role=") for a in argv):
         return worker_main(build_worker_parser().parse_args(argv))
     args = build_parser().parse_args(argv)
-    quick = QUICK if args.quick else {}
+    if args.targets and (args.quick or args.offloads or args.straggler_ms):
+        print("error: --targets measures issue 15's (d) figure as it is defined (no offloads, no "
+              "straggler) at its own points: not with --quick, --offloads or --straggler-ms", file=sys.stderr)
+        return 2
+    quick = QUICK if args.quick else TARGETS if args.targets else {}
     cfg = Config(
         workers=args.workers or quick.get("workers", DEFAULT_WORKERS),
         sizes_kb=args.sizes_kb or quick.get("sizes_kb", DEFAULT_SIZES_KB),
-        methods=args.methods,
+        methods=args.methods or quick.get("methods", list(METHODS)),
         repeat=args.repeat or quick.get("repeat", DEFAULT_REPEAT),
         big_repeat=args.big_repeat,
         slots=args.slots,
         out=args.out or (DEFAULT_OUT.with_name("aggregation-straggler.json") if args.straggler_ms > 0
                          else DEFAULT_OUT.with_name("aggregation-offloads.json") if args.offloads
+                         else DEFAULT_OUT.with_name("aggregation-targets.json") if args.targets
                          else DEFAULT_OUT),  # fmt: skip
         async_threshold=args.async_threshold,
         straggler_ms=args.straggler_ms,
         values_per_packet=args.values_per_packet or [_default_width()],
         mtu=args.mtu,
         offloads=args.offloads,
+        targets=args.targets,
     )
     if (cfg.repeat < 1 or cfg.big_repeat < 1 or not 1 <= cfg.slots <= 1024 or cfg.async_threshold < 0
             or cfg.straggler_ms < 0):  # fmt: skip
@@ -1027,7 +1065,8 @@ def main(argv: list[str] | None = None) -> int:
     cfg.meta = {
         # a straggler run is its own figure in the report (times mean something else there)
         "benchmark": ("aggregation_straggler" if cfg.straggler_ms > 0
-                      else "aggregation_offloads" if cfg.offloads else "aggregation"),  # its own figure
+                      else "aggregation_offloads" if cfg.offloads
+                      else "aggregation_targets" if cfg.targets else "aggregation"),  # its own figure
         "note": NOTE,
         "host": {
             "cpus": os.cpu_count(), "machine": platform.machine(), "platform": platform.platform(),

@@ -30,6 +30,98 @@ def progress(msg: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
+# ---- CPU accounting from /proc ----
+
+
+def parse_proc_stat(text: str) -> tuple[int, int]:
+    """(busy, total) jiffies of the aggregate ``cpu`` line of /proc/stat. Total is user + nice +
+    system + idle + iowait + irq + softirq + steal (guest time is already inside user and nice);
+    busy is total less idle and iowait."""
+    for line in text.splitlines():
+        fields = line.split()
+        if fields and fields[0] == "cpu":
+            values = [int(x) for x in fields[1:9]] + [0] * (8 - len(fields[1:9]))
+            total = sum(values)
+            return total - values[3] - values[4], total
+    raise ValueError("no aggregate 'cpu' line in /proc/stat text")
+
+
+def parse_pid_times(text: str) -> tuple[int, int, int]:
+    """(ppid, utime, stime) from /proc/<pid>/stat text, times in clock ticks. The command name
+    (field 2) may hold spaces and parentheses, so fields are counted after its last ')'; ppid is
+    field 4, utime and stime fields 14 and 15."""
+    rest = text[text.rindex(")") + 1 :].split()  # rest[0] is field 3 (state)
+    return int(rest[1]), int(rest[11]), int(rest[12])
+
+
+def parse_pid_stat(text: str) -> int:
+    """utime + stime (clock ticks) from /proc/<pid>/stat text."""
+    _, user, system = parse_pid_times(text)
+    return user + system
+
+
+def _all_pid_times() -> dict[int, tuple[int, int, int]]:
+    out = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                out[int(d.name)] = parse_pid_times((d / "stat").read_text())
+    return out
+
+
+def cpu_snapshot(roles: dict[str, Sequence[int]]) -> dict[str, object]:
+    """CPU used so far by each role's processes (and their descendants, e.g. under `ip netns
+    exec`), with the machine's busy and total jiffies: two snapshots give :func:`cpu_per_call`.
+    A process that has exited counts 0 from then on."""
+    procs = _all_pid_times()
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _, _) in procs.items():
+        children.setdefault(ppid, []).append(pid)
+    snap: dict[str, object] = {}
+    for role, pids in roles.items():
+        user = system = 0
+        todo, seen = list(pids), set()
+        while todo:
+            pid = todo.pop()
+            if pid in seen or pid not in procs:
+                continue
+            seen.add(pid)
+            user, system = user + procs[pid][1], system + procs[pid][2]
+            todo += children.get(pid, [])
+        snap[role] = (user, system)
+    snap["machine"] = parse_proc_stat(Path("/proc/stat").read_text())
+    return snap
+
+
+def cpu_per_call(before: dict[str, object], after: dict[str, object], calls: int) -> dict[str, object]:
+    """Per call between two snapshots (:func:`cpu_snapshot`): each role's user and system CPU in ms, and
+    how busy the whole machine was (all cores, everything running on it) over that time."""
+    tick_ms = 1000.0 / os.sysconf("SC_CLK_TCK")
+    out: dict[str, object] = {}
+    for role in before:
+        if role == "machine":
+            continue
+        (u0, s0), (u1, s1) = before[role], after[role]  # type: ignore[misc]
+        user, system = (u1 - u0) * tick_ms / calls, (s1 - s0) * tick_ms / calls
+        out[role] = {"user_ms": user, "sys_ms": system, "total_ms": user + system}
+    (b0, t0), (b1, t1) = before["machine"], after["machine"]  # type: ignore[misc]
+    out["machine_busy"] = (b1 - b0) / (t1 - t0) if t1 > t0 else None
+    out["cores"] = os.cpu_count()
+    return out
+
+
+def format_cpu(cpu: dict[str, object]) -> str:
+    """One line: each role's CPU ms per call (user share in brackets) and the machine's load."""
+    parts = [
+        f"{role} {v['total_ms']:.2f} ms ({v['user_ms']:.2f} user)"  # type: ignore[index]
+        for role, v in cpu.items()
+        if isinstance(v, dict)
+    ]
+    busy = cpu.get("machine_busy")
+    load = "?" if busy is None else f"{busy:.0%}"
+    return f"CPU per call: {', '.join(parts)}; machine {load} busy of {cpu.get('cores')} cores"
+
+
 # ---- worker side ----
 
 

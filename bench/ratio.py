@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import learning_apex as la
-from bench.common import progress
+from bench.common import parse_pid_stat, parse_proc_stat, progress
 
 ROOT = la.ROOT
 RESULTS = la.RESULTS
@@ -108,28 +108,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # ---------------------------------------------------------------- CPU and GPU readings
-
-
-def parse_proc_stat(text: str) -> tuple[int, int]:
-    """(busy, total) jiffies of the aggregate ``cpu`` line of /proc/stat. Total is user + nice +
-    system + idle + iowait + irq + softirq + steal (guest time is already inside user and nice);
-    busy is total less idle and iowait."""
-    for line in text.splitlines():
-        fields = line.split()
-        if fields and fields[0] == "cpu":
-            values = [int(x) for x in fields[1:9]] + [0] * (8 - len(fields[1:9]))
-            total = sum(values)
-            return total - values[3] - values[4], total
-    raise ValueError("no aggregate 'cpu' line in /proc/stat text")
-
-
-def parse_pid_stat(text: str) -> int:
-    """utime + stime (clock ticks) from /proc/<pid>/stat text. The command name (field 2) may hold
-    spaces and parentheses, so fields are counted after its last ')'; utime and stime are
-    fields 14 and 15."""
-    rest = text[text.rindex(")") + 1 :].split()
-    # rest[0] is field 3 (state)
-    return int(rest[11]) + int(rest[12])
 
 
 def machine_cpu() -> tuple[int, int]:

@@ -30,6 +30,8 @@ Figures per (path, N): latency of each operation (median, p99, from each process
 and throughput: push ops/s and items/s = all actors' timed pushes / the span from the first
 actor's start to the last actor's end; sample and update ops/s = the learner's operations / the
 time it spent in them (one closed-loop learner), and learner rounds/s = rounds / its wall time.
+CPU (user and system, from /proc) of the switch, the server, the learner, the actors and this
+driver over the timed phase, and how busy the machine was (JSON cpu_timed_phase).
 
 THE TIMINGS MEASURE THE PROJECT'S SOFTWARE SWITCH (its native backend by default: the P4
 program compiled to C, behind kernel sockets; sharing the machine's CPUs with the server, the learner and
@@ -67,7 +69,10 @@ from bench.common import (
     BenchError,
     StdinLines,
     choice_list,
+    cpu_per_call,
+    cpu_snapshot,
     emit,
+    format_cpu,
     int_list,
     process_group,
     progress,
@@ -311,7 +316,7 @@ def replay_server(host, path: str, max_size: int, item_bytes: int) -> Iterator[d
         why = f"replay server ({path}) did not start: {e}"
         raise Skipped(why) if path == "host-dpdk" else BenchError(why) from None
     try:
-        yield {"ready": server.ready_line, "argv": argv}
+        yield {"ready": server.ready_line, "argv": argv, "pid": server.proc.pid}
     finally:
         server.stop(timeout=10)
         if path == "host-dpdk":
@@ -469,11 +474,13 @@ def run_path(cfg: Config, tb, path: str, n: int) -> dict:
                 "--phase-timeout", f"{STARTUP_TIMEOUT_S + 2 * timeout:.0f}",
             ])  # fmt: skip
             redis_url = procs.wait_for("ready", SERVER_START_TIMEOUT_S, which=[r])[r]["url"]
+            server_pids = [procs.procs[r].pid]  # its process tree holds the redis-server
             res["server"] = {"redis_url": redis_url}
         else:
             if path == "host-dpdk":
                 stack.enter_context(kernel_address_removed(server))
             res["server"] = stack.enter_context(replay_server(server, path, cfg.max_size, cfg.item_bytes))
+            server_pids = [res["server"].pop("pid")]
             if path == "switch":
                 t0 = time.monotonic()
                 # Left installed: switch runs last in its star (RUN_ORDER), which is torn down next.
@@ -500,11 +507,17 @@ def run_path(cfg: Config, tb, path: str, n: int) -> dict:
         ]
         g.wait_for("ready", STARTUP_TIMEOUT_S, which=actors)
         everyone = [learner, *actors]
+        # whose CPU the timed phase used (bench/README.md, "Twelfth pass": what (c) is bound by)
+        roles = {"switch": [tb.root.process.proc.pid], "server": server_pids,
+                 "learner": [g.procs[learner].pid], "actors": [g.procs[a].pid for a in actors],
+                 "driver": [os.getpid()]}  # fmt: skip
         t0 = time.monotonic()
         drops0 = switch_port_drops(tb.root.process.proc.pid)
+        cpu0 = cpu_snapshot(roles)
         g.go(everyone)
         done = g.wait_for("done", timeout, which=everyone)
         wall = time.monotonic() - t0
+        cpu = cpu_per_call(cpu0, cpu_snapshot(roles), 1)
         drops1 = switch_port_drops(tb.root.process.proc.pid)
     lrec = done[learner]
     arecs = [done[a] for a in actors]
@@ -528,6 +541,8 @@ def run_path(cfg: Config, tb, path: str, n: int) -> dict:
                 - max(lrec["start"], min(a["start"] for a in arecs)),
             ),  # fmt: skip
             "timed_wall_s": wall,
+            # CPU of each role over the whole timed phase (ms; "calls" = 1), and the machine's load
+            "cpu_timed_phase": cpu,
             "switch_port_drops": drops1 - drops0 if drops0 is not None and drops1 is not None else None,
             "run_s": time.monotonic() - t_all,
             "ignored_updates": lrec.get("ignored_updates", 0),
@@ -552,6 +567,7 @@ def run_path(cfg: Config, tb, path: str, n: int) -> dict:
         f"resends {res['resends']['learner'] + res['resends']['actors']}, switch port drops "
         f"{res['switch_port_drops']} ({res['run_s']:.1f} s)"
     )
+    progress(f"    {format_cpu(cpu).replace('per call', f'over the timed {wall:.1f} s')}")
     return res
 
 

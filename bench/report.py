@@ -153,6 +153,43 @@ def met_mark(value: float | None, op: str, bound: float) -> str:
     return "yes" if ok else "no"
 
 
+def cpu_total_ms(r: dict | None) -> float | None:
+    """All roles' CPU per call (ms) of an aggregation result (``cpu_per_call``), None without it."""
+    cpu = (r or {}).get("cpu_per_call") or {}
+    parts = [v["total_ms"] for v in cpu.values() if isinstance(v, dict) and "total_ms" in v]
+    return sum(parts) if parts else None
+
+
+def replay_cpu_row(r: dict, config: dict) -> list[str]:
+    """bench.replay's CPU over one timed phase as a row: actors, path, the learner's CPU per round
+    and the actors' per push ("total (user)" ms), the switch's and the server's cores in use, and
+    the machine's busy share."""
+    cpu, wall = r.get("cpu_timed_phase") or {}, r.get("timed_wall_s") or 0.0
+    rounds = len((r.get("latencies_s") or {}).get("sample") or []) or int(config.get("rounds") or 0)
+    pushes = sum(len(p) for p in (r.get("latencies_s") or {}).get("push_per_actor") or [])
+
+    def per(role: str, n: int) -> str:
+        v = cpu.get(role)
+        if not isinstance(v, dict) or not n:
+            return "-"
+        return f"{v['total_ms'] / n:.2f} ({v['user_ms'] / n:.2f})"
+
+    def cores(role: str) -> str:
+        v = cpu.get(role)
+        return f"{v['total_ms'] / 1e3 / wall:.2f}" if isinstance(v, dict) and wall > 0 else "-"
+
+    busy = cpu.get("machine_busy")
+    return [str(r["actors"]), r["path"], per("learner", rounds), per("actors", pushes), cores("switch"),
+            cores("server"), "-" if busy is None else f"{busy:.0%}"]  # fmt: skip
+
+
+def cpu_role_text(v: object) -> str:
+    """One role's CPU per call, "total (user)" in ms; "-" for a role with none."""
+    if not isinstance(v, dict) or not v.get("total_ms"):
+        return "-"
+    return f"{v['total_ms']:.1f} ({v['user_ms']:.1f})"
+
+
 def md_table(header: list[str], rows: list[list[str]]) -> list[str]:
     out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     out += ["| " + " | ".join(r) + " |" for r in rows]
@@ -570,6 +607,20 @@ class Report:
             self.lines += ["With vs without in-network sampling (host-sockets / switch median latency):", ""]
             self.lines += md_table(["actors", *REPLAY_OPS], cmp_rows) + [""]
         top = actors[-1]
+        cpu_rows = [replay_cpu_row(by[(p, a)], c) for a in actors for p in paths
+                    if (p, a) in by and by[(p, a)].get("cpu_timed_phase")]  # fmt: skip
+        if cpu_rows:
+            self.lines += [
+                "Where the CPU went during each timed phase: the learner's CPU per sample + update round "
+                "and the actors' per push (user-space part in brackets; the rest is the kernel's packet "
+                "path), the switch's and the server's cores in use, and how busy the machine was:",
+                "",
+            ]
+            self.lines += md_table(
+                ["actors", "path", "learner ms/round", "actors ms/push", "switch cores", "server cores",
+                 "machine busy"],
+                cpu_rows,
+            ) + [""]  # fmt: skip
         if self.native_switch():
             limit = ("the kernel's cost per datagram at every hop (a 4 KB item is 3 datagrams), on 2 CPUs "
                      "shared with the switch, the server and the clients")
@@ -615,6 +666,11 @@ class Report:
             if a and b:
                 r = div(a[op]["median_ms"], b[op]["median_ms"])
                 key = "sample_same_server" if (op, num, den) == ("sample", "host-sockets", "switch") else None
+                if key and a.get("cpu_timed_phase") and b.get("cpu_timed_phase"):
+                    (_, _, la, pa, *_), (_, _, lb, pb, *_) = replay_cpu_row(a, c), replay_cpu_row(b, c)
+                    why += (f"; CPU in this run at {top} actors, {den} vs {num}: the learner {lb} vs {la} "
+                            f"ms per round, the actors {pb} vs {pa} ms per push (table in (c)), on "
+                            f"{(a['cpu_timed_phase'] or {}).get('cores')} cores they all share")  # fmt: skip
                 self.headline(
                     f"(c) {what}",
                     f"{fmt_ratio(r)} ({num} / {den} median, {top} actors; > 1: {den} faster)",
@@ -662,6 +718,12 @@ class Report:
                        f"names are {head_w}, the others are named method@width)")  # fmt: skip
         self.head(title, d, config)
         by = {(label(r), r["workers"], r["size_kb"]): r["median_s"] for r in res}
+        full = {(label(r), r["workers"], r["size_kb"]): r for r in res}
+        # issue 15's points measured again with more calls per median (bench.aggregation --targets)
+        t = self.data.get("aggregation_targets") or {}
+        t_full = {(label(r), r["workers"], r["size_kb"]): r
+                  for r in split_agg_results(t.get("results", []))[0]}  # fmt: skip
+        t_by = {k: r["median_s"] for k, r in t_full.items()}
         k_of = {(r["workers"], r["size_kb"]): r for r in res if label(r) == "switch-async"}
         sizes = sorted({r["size_kb"] for r in res})
         workers = sorted({r["workers"] for r in res})
@@ -725,15 +787,57 @@ class Report:
             "workers of equal speed here: async saves only the wait for the last one while the late "
             "worker's packets still cost the switch, and each result sums k of N gradients"
         )
+        cpu_rows, cores = [], "?"
+        cpu_src = t_full or full
+        for (w, sz), m in ((p, m) for p in AGG_TARGET_POINTS for m in ("switch", "ps", "gloo")):
+            r = cpu_src.get((m, w, sz)) or {}
+            cpu = r.get("cpu_per_call")
+            if not cpu:
+                continue
+            busy, cores = cpu.get("machine_busy"), cpu.get("cores", cores)
+            cpu_rows.append([
+                str(w), str(sz), m, ms(r["median_s"] * 1e3),
+                *(cpu_role_text(cpu.get(k)) for k in ("switch", "workers", "server", "driver")),
+                f"{cpu_total_ms(r):.1f}", "-" if busy is None else f"{busy:.0%}",
+            ])  # fmt: skip
+        if cpu_rows:
+            self.lines += [
+                "",
+                "Where each call's time goes at issue 15's points"
+                + (f" ({t.get('_file', 'aggregation-targets.json')}, medians of "
+                   f"{(t.get('config') or {}).get('repeat')} calls)" if t_full else "")
+                + ": CPU per timed call in ms (user-space part in brackets; "
+                "the rest is the kernel's packet path) of the switch process, all workers together, "
+                "the parameter server and the benchmark's driver, and how busy the machine's "
+                f"{cores} cores were "
+                "over the timed calls. On a machine that stays busy the call takes about total CPU / "
+                "(cores x busy share): the methods compare by the CPU they need.",
+                "",
+            ]
+            self.lines += md_table(
+                ["workers", "size KB", "method", "median ms", "switch", "workers", "ps server", "driver",
+                 "total", "machine busy"],
+                cpu_rows,
+            )  # fmt: skip
         for num, den in (("switch", "gloo"), ("switch", "ps"), ("switch-async", sync_ref)):
             common = [(w, sz) for sz in sizes for w in workers if (num, w, sz) in by and (den, w, sz) in by]
             if not common:
                 continue
             key = {"gloo": "agg_gloo", "ps": "agg_ps"}.get(den) if num == "switch" else None
+            # the targets' own run when it has every point of both methods, else the grid
+            src_by, src_full, src_note = by, full, ""
+            if key and all((m, *p) in t_by for p in AGG_TARGET_POINTS for m in (num, den)):
+                src_by, src_full = t_by, t_full
+                grid = ", ".join(fmt_ratio(div(by.get((num, *p)), by.get((den, *p))))
+                                 for p in AGG_TARGET_POINTS)  # fmt: skip
+                src_note = (f"; medians of {(t.get('config') or {}).get('repeat')} calls, "
+                            f"{t.get('_file', 'aggregation-targets.json')}; the grid's medians of "
+                            f"{c.get('repeat')}: {grid}")  # fmt: skip
+                common = AGG_TARGET_POINTS
             at_target = [p for p in AGG_TARGET_POINTS if p in common] if key else []
             if key and at_target:  # issue 15's points: every one measured, each against the bound
                 bound = AGG_BOUNDS[key]
-                ratios = [div(by[(num, w, sz)], by[(den, w, sz)]) for w, sz in at_target]
+                ratios = [div(src_by[(num, w, sz)], src_by[(den, w, sz)]) for w, sz in at_target]
                 text = ", ".join(
                     f"{fmt_ratio(r)} at {w} x {sz} KB" for (w, sz), r in zip(at_target, ratios, strict=True)
                 )
@@ -744,8 +848,16 @@ class Report:
                 else:
                     met = "yes"
                 at = f" ({head_w} values/packet)" if head_w else ""
-                self.headline(f"(d) allreduce time, {num}{at} / {den}", f"{text} (< 1: {num} faster)",
-                              pps_limit, key, met)  # fmt: skip
+                cpu_ratios = [div(cpu_total_ms(src_full.get((num, *p))),
+                                  cpu_total_ms(src_full.get((den, *p)))) for p in at_target]  # fmt: skip
+                limit = pps_limit
+                if den == "ps" and all(r is not None for r in cpu_ratios):
+                    limit = (f"CPU: the {num} method needs {', '.join(fmt_ratio(r) for r in cpu_ratios)} of "
+                             "the parameter server's CPU per call at these points (table below the times: "
+                             "its traffic crosses the switch twice and a server process), and the call "
+                             "time follows the CPU on the 2 shared cores; " + pps_limit)  # fmt: skip
+                self.headline(f"(d) allreduce time, {num}{at} / {den}",
+                              f"{text} (< 1: {num} faster{src_note})", limit, key, met)  # fmt: skip
                 for other in (m for m in methods if m.startswith(f"{num}@")):  # the other widths, no target
                     pts = [p for p in AGG_TARGET_POINTS if (other, *p) in by and (den, *p) in by]
                     if pts:

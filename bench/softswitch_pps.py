@@ -40,6 +40,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.common import parse_pid_stat  # noqa: E402
 from p4compiler.python_backend import compile_file  # noqa: E402
 from softswitch.api import Lpm, TableEntry  # noqa: E402
 from softswitch.native_switch import create_switch  # noqa: E402
@@ -134,8 +135,7 @@ def _link_counters(ns: object, ifname: str) -> tuple[int, int]:
 
 def _cpu_seconds(pid: int) -> float:
     """User + system CPU seconds of a process (all its threads), from /proc."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return parse_pid_stat(Path(f"/proc/{pid}/stat").read_text()) / os.sysconf("SC_CLK_TCK")
 
 
 def _trafgen_conf(frame: bytes, path: Path) -> None:

@@ -117,3 +117,33 @@ def test_every_async_worker_but_the_straggler_fills() -> None:
     cfg.straggler_ms = 50.0
     fills = ["--fill" in worker_argv(cfg, "switch-async", 3, r, tb, {}, 64) for r in range(3)]
     assert fills == [True, True, False]  # the straggler (the last rank) only sleeps
+
+
+def test_cpu_per_call_counts_a_roles_processes_and_their_children() -> None:
+    """cpu_snapshot follows a role's processes down to their descendants (workers run under `ip
+    netns exec`, here under a shell that forks): a child that burns 0.3 s of CPU shows up in its
+    role, split by calls, and a role with no process counts nothing."""
+    import subprocess
+    import sys
+
+    from bench.common import cpu_per_call, cpu_snapshot, format_cpu
+
+    burn = ("import sys, time\nwhile time.process_time() < 0.3: pass\n"
+            "print('done', flush=True)\nsys.stdin.read()")
+    proc = subprocess.Popen(["sh", "-c", f'"{sys.executable}" -c "$0"; true', burn],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        roles = {"workers": [proc.pid], "server": []}
+        before = cpu_snapshot(roles)
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "done"
+        cpu = cpu_per_call(before, cpu_snapshot(roles), calls=3)
+    finally:
+        proc.communicate("", timeout=30)
+    w = cpu["workers"]
+    assert isinstance(w, dict) and w["total_ms"] == w["user_ms"] + w["sys_ms"]
+    # the child's 0.3 s (less what it burnt before the first snapshot, at most a few ticks of
+    # start-up), per call of 3
+    assert 3 * w["total_ms"] >= 250
+    assert cpu["server"] == {"user_ms": 0.0, "sys_ms": 0.0, "total_ms": 0.0}
+    assert cpu["machine_busy"] is not None and 0 < cpu["machine_busy"] <= 1
+    assert "workers " in format_cpu(cpu) and "busy of" in format_cpu(cpu)

@@ -234,6 +234,89 @@ def test_allreduce_targets_at_their_points(tmp_path: Path) -> None:
         "faster) | < 0.7 at 4 and 8 workers x 100 KB and 1 MB | ? (2 of 4 points measured) |" in head
 
 
+def test_allreduce_targets_from_their_own_run_with_cpu_per_call(tmp_path: Path) -> None:
+    """bench.aggregation --targets (more calls per median) gives (d)'s target rows when it has
+    every point, with the grid's ratios beside them; each point's CPU per call gets a row per
+    method, and the (d) / ps row's limit names the switch method's CPU as a share of the
+    parameter server's."""
+    base = json.loads((FIXTURES / "aggregation.json").read_text())
+    # (sys, user) ms per call; totals: switch 30 + workers 20 = 50; ps: switch 40 + server 20 +
+    # workers 40 = 100
+    none = (0.0, 0.0)
+    cpu = {
+        "switch": {"switch": (25.0, 5.0), "workers": (10.0, 10.0), "server": none, "driver": none},
+        "ps": {"switch": (30.0, 10.0), "workers": (30.0, 10.0), "server": (15.0, 5.0), "driver": none},
+    }
+
+    def rows(times: dict[str, float], with_cpu: bool) -> list[dict]:
+        out = []
+        for w, sz in ((4, 100), (4, 1000), (8, 100), (8, 1000)):
+            for m, t in times.items():
+                r = {"method": m, "workers": w, "size_kb": sz, "median_s": t, "check_ok": True, "error": None}
+                if with_cpu and m in cpu:
+                    r["cpu_per_call"] = {
+                        k: {"sys_ms": a, "user_ms": b, "total_ms": a + b} for k, (a, b) in cpu[m].items()
+                    } | {"machine_busy": 0.8, "cores": 2}
+                out.append(r)
+        return out
+
+    res = tmp_path / "res"
+    res.mkdir()
+    grid = {**base, "results": rows({"switch": 0.05, "ps": 0.05, "gloo": 0.05}, with_cpu=False)}
+    (res / "aggregation.json").write_text(json.dumps(grid))
+    targets = {**base, "benchmark": "aggregation_targets", "config": {**base["config"], "repeat": 30},
+               "results": rows({"switch": 0.05, "ps": 0.08, "gloo": 0.04}, with_cpu=True)}  # fmt: skip
+    (res / "aggregation-targets.json").write_text(json.dumps(targets))
+    text = _report(res, tmp_path / "out")
+    head = text.split("## Headline ratios")[1].split("\n## ")[0]
+    ps_row = next(line for line in head.splitlines() if "(d) allreduce time, switch / ps" in line)
+    assert "| 0.62x at 4 x 100 KB, 0.62x at 4 x 1000 KB, 0.62x at 8 x 100 KB, 0.62x at 8 x 1000 KB (< 1: " \
+        "switch faster; medians of 30 calls, aggregation-targets.json; the grid's medians of " in ps_row
+    assert ": 1.00x, 1.00x, 1.00x, 1.00x) | < 0.7 at 4 and 8 workers x 100 KB and 1 MB | yes |" in ps_row
+    assert "the switch method needs 0.50x, 0.50x, 0.50x, 0.50x of the parameter server's CPU" in ps_row
+    gloo_row = next(line for line in head.splitlines() if "(d) allreduce time, switch / gloo" in line)
+    assert "| 1.25x at 4 x 100 KB" in gloo_row and "| no |" in gloo_row
+    assert "parameter server's CPU" not in gloo_row  # gloo's CPU is not counted (no server, no switch hops)
+    assert "| 8 | 1000 | switch | 50 | 30.0 (5.0) | 20.0 (10.0) | - | - | 50.0 | 80% |" in text
+    assert "| 8 | 1000 | ps | 80 | 40.0 (10.0) | 40.0 (10.0) | 20.0 (5.0) | - | 100.0 | 80% |" in text
+
+    # without the targets' run the grid's medians give the rows, as before
+    (res / "aggregation-targets.json").unlink()
+    head = _report(res, tmp_path / "out2").split("## Headline ratios")[1].split("\n## ")[0]
+    ps_row = next(line for line in head.splitlines() if "(d) allreduce time, switch / ps" in line)
+    assert "| 1.00x at 4 x 100 KB" in ps_row and "medians of 30" not in ps_row and "| no |" in ps_row
+
+
+def test_replay_cpu_per_round_and_push_in_table_and_c_limit(tmp_path: Path) -> None:
+    """bench.replay's CPU over each timed phase becomes the learner's CPU per round, the actors'
+    per push and the switch's and server's cores; (c)'s limit quotes both paths' figures."""
+    data = json.loads((FIXTURES / "replay.json").read_text())
+    cpu = {  # ms over the timed phase, (total, user); 10 rounds, 2 actors x 5 pushes; 2 s phase
+        "switch": {"learner": (30.0, 10.0), "actors": (50.0, 20.0), "switch": (400.0, 100.0),
+                   "server": (200.0, 50.0)},
+        "host-sockets": {"learner": (20.0, 10.0), "actors": (40.0, 20.0), "switch": (300.0, 100.0),
+                         "server": (100.0, 50.0)},
+    }  # fmt: skip
+    for r in data["results"]:
+        if r["path"] in cpu:
+            r["timed_wall_s"] = 2.0
+            r["latencies_s"] = {"sample": [0.001] * 10, "update": [0.001] * 10,
+                                "push_per_actor": [[0.001] * 5, [0.001] * 5]}  # fmt: skip
+            r["cpu_timed_phase"] = {
+                k: {"total_ms": t, "user_ms": u, "sys_ms": t - u} for k, (t, u) in cpu[r["path"]].items()
+            } | {"driver": {"total_ms": 0.0, "user_ms": 0.0, "sys_ms": 0.0}, "machine_busy": 0.9, "cores": 2}
+    res = tmp_path / "res"
+    res.mkdir()
+    (res / "replay.json").write_text(json.dumps(data))
+    text = _report(res, tmp_path / "out")
+    assert "| 1 | switch | 3.00 (1.00) | 5.00 (2.00) | 0.20 | 0.10 | 90% |" in text
+    assert "| 1 | host-sockets | 2.00 (1.00) | 4.00 (2.00) | 0.15 | 0.05 | 90% |" in text
+    head = text.split("## Headline ratios")[1].split("\n## ")[0]
+    c_row = next(line for line in head.splitlines() if "in-network sampling vs the same server" in line)
+    assert "CPU in this run at 1 actors, switch vs host-sockets: the learner 3.00 (1.00) vs 2.00 (1.00) ms " \
+        "per round, the actors 5.00 (2.00) vs 4.00 (2.00) ms per push" in c_row
+
+
 def test_make_run_rows_from_its_summary(tmp_path: Path) -> None:
     """bench.make_run's JSON (the launcher's run_summary.json figures) gives the two make run rows."""
     from bench.make_run import result_from_summary
