@@ -70,15 +70,17 @@ def _all_pid_times() -> dict[int, tuple[int, int, int]]:
 
 
 def cpu_snapshot(roles: dict[str, Sequence[int]]) -> dict[str, object]:
-    """CPU used so far by each role's processes (and their descendants, e.g. under `ip netns
-    exec`), with the machine's busy and total jiffies: two snapshots give :func:`cpu_per_call`.
-    A process that has exited counts 0 from then on."""
+    """CPU used so far by each role's processes and their descendants (e.g. under `ip netns
+    exec`), except the subtrees of another role's processes (the driver's role does not count
+    the workers it started), with the machine's busy and total jiffies: two snapshots give
+    :func:`cpu_per_call`. A process that has exited counts 0 from then on."""
     procs = _all_pid_times()
     children: dict[int, list[int]] = {}
     for pid, (ppid, _, _) in procs.items():
         children.setdefault(ppid, []).append(pid)
     snap: dict[str, object] = {}
     for role, pids in roles.items():
+        others = {p for r, ps in roles.items() if r != role for p in ps}
         user = system = 0
         todo, seen = list(pids), set()
         while todo:
@@ -87,7 +89,7 @@ def cpu_snapshot(roles: dict[str, Sequence[int]]) -> dict[str, object]:
                 continue
             seen.add(pid)
             user, system = user + procs[pid][1], system + procs[pid][2]
-            todo += children.get(pid, [])
+            todo += [c for c in children.get(pid, []) if c not in others]
         snap[role] = (user, system)
     snap["machine"] = parse_proc_stat(Path("/proc/stat").read_text())
     return snap
