@@ -311,16 +311,57 @@ def choice_list(choices: Sequence[str], what: str) -> Callable[[str], list[str]]
     return parse
 
 
+def sigterm_as_interrupt() -> None:
+    """Make SIGTERM raise KeyboardInterrupt in the main thread, as Ctrl-C does: the benchmark's
+    `finally` blocks then stop what it started (processes, namespaces) and keep what it measured.
+    Without it SIGTERM (a CI timeout, `kill`) ends the process on the spot and orphans them."""
+
+    def on_term(*_: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, on_term)
+
+
+def stop_process_group(proc: subprocess.Popen, grace_s: float = 60.0) -> None:
+    """SIGINT to the process group led by ``proc`` (a benchmark started in its own session: it
+    cleans up and keeps what it measured on Ctrl-C), then SIGKILL if it is still there after
+    ``grace_s``."""
+    if proc.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGINT)
+    try:
+        proc.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+def wait_or_stop(proc: subprocess.Popen, grace_s: float = 60.0) -> int:
+    """``proc.wait()``; on Ctrl-C or SIGTERM (KeyboardInterrupt) SIGINT ``proc`` (it may have had
+    it already from the terminal) and give it ``grace_s`` to clean up before SIGKILL, then raise
+    on. subprocess.call would SIGKILL it at once, in the middle of removing its namespaces."""
+    try:
+        return proc.wait()
+    except KeyboardInterrupt:
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        raise
+
+
 def run_and_report(
     cfg, run: Callable[[object], None], format_table: Callable[[list[dict], dict], str]
 ) -> int:
     """Run the benchmark; on Ctrl-C or SIGTERM keep what was measured. Saves the JSON, prints the
     table. Exit status 130 when interrupted, 1 when a configuration ended in an error."""
 
-    def on_term(*_: object) -> None:
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, on_term)
+    sigterm_as_interrupt()
     rc = 0
     try:
         run(cfg)

@@ -41,7 +41,7 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-from bench.common import progress
+from bench.common import progress, sigterm_as_interrupt
 from host_agents.netutil import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -489,6 +489,7 @@ def run_one(args: argparse.Namespace, run_name: str) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    sigterm_as_interrupt()  # its learner, actors and replay server are stopped in `finally`
     try:
         parse_runs(args.runs)
     except ValueError as e:

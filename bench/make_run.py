@@ -30,6 +30,8 @@ import sys
 import time
 from pathlib import Path
 
+from bench.common import sigterm_as_interrupt, wait_or_stop
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
 KEYS = (
@@ -112,7 +114,7 @@ def run_once(args: argparse.Namespace, run_name: str) -> tuple[int, dict | None]
     cmd = launcher_argv(args, run_name)
     print(f"bench.make_run: {' '.join(cmd[1:])}", flush=True)
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    rc = subprocess.call(cmd, cwd=ROOT, env=env)
+    rc = wait_or_stop(subprocess.Popen(cmd, cwd=ROOT, env=env))
     summary_path = args.log_dir / run_name / "run_summary.json"
     try:
         summary = json.loads(summary_path.read_text())
@@ -125,6 +127,7 @@ def run_once(args: argparse.Namespace, run_name: str) -> tuple[int, dict | None]
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    sigterm_as_interrupt()
     if args.runs < 1:
         parser.error(f"--runs must be at least 1, not {args.runs}")
     stamp = time.strftime("%Y%m%d-%H%M%S")

@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import learning_apex as la
-from bench.common import parse_pid_stat, parse_proc_stat, progress
+from bench.common import parse_pid_stat, parse_proc_stat, progress, sigterm_as_interrupt
 
 ROOT = la.ROOT
 RESULTS = la.RESULTS
@@ -469,6 +469,7 @@ def describe(p: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     opts = build_parser().parse_args(argv)
+    sigterm_as_interrupt()
     base = QUICK if opts.quick else FULL
     opts.actors = opts.actors or base["actors"]
     opts.threads = opts.threads or base["threads"]

@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bench.common import sigterm_as_interrupt, stop_process_group
 from bench.report import ROOT, Report, proc_machine
 
 
@@ -158,6 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--report-out", type=Path, default=ROOT / "bench" / "report.md")
     ap.add_argument("--list", action="store_true", help="list the benchmarks and exit")
     args = ap.parse_args(argv)
+    sigterm_as_interrupt()
     if args.list:
         for b in BENCHES:
             print(f"{b.name:22} {b.module:18} {'root ' if b.root else ''}quick: {' '.join(b.quick) or '-'}")
@@ -215,13 +217,14 @@ def main(argv: list[str] | None = None) -> int:
                     rc = proc.wait(timeout=timeout)
                 except subprocess.TimeoutExpired:
                     # SIGINT first: the benchmarks keep what they measured and clean up on Ctrl-C
-                    os.killpg(proc.pid, 2)
-                    try:
-                        proc.wait(timeout=60)
-                    except subprocess.TimeoutExpired:
-                        os.killpg(proc.pid, 9)
-                        proc.wait()
+                    stop_process_group(proc)
                     rc = None
+                except KeyboardInterrupt:
+                    # Ctrl-C (or SIGTERM) here: the benchmark runs in its own session, out of the
+                    # terminal's reach, so stop it before going, or it runs on with its namespaces
+                    say(f"{b.name}: interrupted, stopping it")
+                    stop_process_group(proc)
+                    raise
         except KeyboardInterrupt:
             entry.update(status="interrupted", seconds=time.monotonic() - t0)
             save()

@@ -40,7 +40,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.common import parse_pid_stat  # noqa: E402
+from bench.common import parse_pid_stat, sigterm_as_interrupt  # noqa: E402
 from p4compiler.python_backend import compile_file  # noqa: E402
 from softswitch.api import Lpm, TableEntry  # noqa: E402
 from softswitch.native_switch import create_switch  # noqa: E402
@@ -425,6 +425,7 @@ def main() -> int:
                          "with -D AGG_VALUES_PER_PACKET=V for each; default: the program's default, 64)")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "softswitch_pps.json"))
     args = ap.parse_args()
+    sigterm_as_interrupt()  # trafgen and the switches it started are stopped in `finally`
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     bad = [b for b in backends if b not in ("python", "native")]
     if bad:
