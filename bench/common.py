@@ -69,11 +69,22 @@ def _all_pid_times() -> dict[int, tuple[int, int, int]]:
     return out
 
 
+def _thread_ns(pid: int) -> dict[int, int]:
+    """{thread id: nanoseconds it has run} of a process's live threads (/proc/<pid>/task/*/
+    schedstat: exact, where utime and stime count 10 ms ticks); empty when it is gone."""
+    out: dict[int, int] = {}
+    with contextlib.suppress(OSError):
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                out[int(task.name)] = int((task / "schedstat").read_text().split()[0])
+    return out
+
+
 def cpu_snapshot(roles: dict[str, Sequence[int]]) -> dict[str, object]:
     """CPU used so far by each role's processes and their descendants (e.g. under `ip netns
     exec`), except the subtrees of another role's processes (the driver's role does not count
-    the workers it started), with the machine's busy and total jiffies: two snapshots give
-    :func:`cpu_per_call`. A process that has exited counts 0 from then on."""
+    the workers it started): (user ticks, system ticks, {thread: nanoseconds run}), with the
+    machine's busy and total jiffies. Two snapshots give :func:`cpu_per_call`."""
     procs = _all_pid_times()
     children: dict[int, list[int]] = {}
     for pid, (ppid, _, _) in procs.items():
@@ -82,6 +93,7 @@ def cpu_snapshot(roles: dict[str, Sequence[int]]) -> dict[str, object]:
     for role, pids in roles.items():
         others = {p for r, ps in roles.items() if r != role for p in ps}
         user = system = 0
+        ns: dict[int, int] = {}
         todo, seen = list(pids), set()
         while todo:
             pid = todo.pop()
@@ -89,23 +101,33 @@ def cpu_snapshot(roles: dict[str, Sequence[int]]) -> dict[str, object]:
                 continue
             seen.add(pid)
             user, system = user + procs[pid][1], system + procs[pid][2]
+            ns.update(_thread_ns(pid))
             todo += [c for c in children.get(pid, []) if c not in others]
-        snap[role] = (user, system)
+        snap[role] = (user, system, ns)
     snap["machine"] = parse_proc_stat(Path("/proc/stat").read_text())
     return snap
 
 
 def cpu_per_call(before: dict[str, object], after: dict[str, object], calls: int) -> dict[str, object]:
-    """Per call between two snapshots (:func:`cpu_snapshot`): each role's user and system CPU in ms, and
-    how busy the whole machine was (all cores, everything running on it) over that time."""
-    tick_ms = 1000.0 / os.sysconf("SC_CLK_TCK")
+    """Per call between two snapshots (:func:`cpu_snapshot`): each role's CPU in ms (exact), split
+    into user and system by the tick counts (a role with no tick in the window shows all of it
+    as system), and how busy the whole machine was (all cores, everything on it) over that time."""
     out: dict[str, object] = {}
     for role in before:
         if role == "machine":
             continue
-        (u0, s0), (u1, s1) = before[role], after[role]  # type: ignore[misc]
-        user, system = (u1 - u0) * tick_ms / calls, (s1 - s0) * tick_ms / calls
-        out[role] = {"user_ms": user, "sys_ms": system, "total_ms": user + system}
+        (u0, s0, n0), (u1, s1, n1) = before[role], after[role]  # type: ignore[misc]
+        ticks = (u1 - u0) + (s1 - s0)
+        if n0.keys() <= n1.keys():
+            # every thread is still there: the scheduler's nanoseconds, thread by thread (one that
+            # started in the window counts whole); the ticks only split them into user and system
+            total = sum(v - n0.get(t, 0) for t, v in n1.items()) / 1e6 / calls
+        else:
+            # a thread ended in the window (a server's per-connection thread): its nanoseconds are
+            # gone with it, the process's ticks still count them
+            total = ticks * 1000.0 / os.sysconf("SC_CLK_TCK") / calls
+        user = total * (u1 - u0) / ticks if ticks > 0 else 0.0
+        out[role] = {"user_ms": user, "sys_ms": total - user, "total_ms": total}
     (b0, t0), (b1, t1) = before["machine"], after["machine"]  # type: ignore[misc]
     out["machine_busy"] = (b1 - b0) / (t1 - t0) if t1 > t0 else None
     out["cores"] = os.cpu_count()

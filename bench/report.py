@@ -852,10 +852,10 @@ class Report:
                                   cpu_total_ms(src_full.get((den, *p)))) for p in at_target]  # fmt: skip
                 limit = pps_limit
                 if den == "ps" and all(r is not None for r in cpu_ratios):
-                    limit = (f"CPU: the {num} method needs {', '.join(fmt_ratio(r) for r in cpu_ratios)} of "
-                             "the parameter server's CPU per call at these points (table below the times: "
-                             "its traffic crosses the switch twice and a server process), and the call "
-                             "time follows the CPU on the 2 shared cores; " + pps_limit)  # fmt: skip
+                    limit = (f"the {num} method needs {', '.join(fmt_ratio(r) for r in cpu_ratios)} of "
+                             "the parameter server's CPU per call at these points (the CPU table in (d): "
+                             "the server's traffic crosses the switch twice and a server process), and a "
+                             "call's time follows its CPU on the 2 shared cores. " + pps_limit)  # fmt: skip
                 self.headline(f"(d) allreduce time, {num}{at} / {den}",
                               f"{text} (< 1: {num} faster{src_note})", limit, key, met)  # fmt: skip
                 for other in (m for m in methods if m.startswith(f"{num}@")):  # the other widths, no target

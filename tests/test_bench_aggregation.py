@@ -6,6 +6,7 @@ import math
 from pathlib import Path
 
 import numpy as np
+import pytest
 import torch
 
 from bench.aggregation import check_async, fixed_exponent_for
@@ -140,10 +141,42 @@ def test_cpu_per_call_counts_a_roles_processes_and_their_children() -> None:
     finally:
         proc.communicate("", timeout=30)
     w = cpu["workers"]
-    assert isinstance(w, dict) and w["total_ms"] == w["user_ms"] + w["sys_ms"]
+    assert isinstance(w, dict) and w["total_ms"] == pytest.approx(w["user_ms"] + w["sys_ms"])
     # the child's 0.3 s (less what it burnt before the first snapshot, at most a few ticks of
     # start-up), per call of 3
     assert 3 * w["total_ms"] >= 250
     assert cpu["server"] == {"user_ms": 0.0, "sys_ms": 0.0, "total_ms": 0.0}
     assert cpu["machine_busy"] is not None and 0 < cpu["machine_busy"] <= 1
     assert "workers " in format_cpu(cpu) and "busy of" in format_cpu(cpu)
+
+
+def test_cpu_per_call_keeps_the_cpu_of_a_thread_that_ended() -> None:
+    """A thread that ran and ended inside the window (a server's per-connection thread) takes its
+    exact nanoseconds with it; the process's ticks still count it, and cpu_per_call uses them."""
+    import subprocess
+    import sys
+
+    from bench.common import cpu_per_call, cpu_snapshot
+
+    code = ("import sys, threading, time\n"
+            "def burn():\n"
+            "    sys.stdin.readline()\n"
+            "    t = time.thread_time()\n"
+            "    while time.thread_time() - t < 0.3: pass\n"
+            "th = threading.Thread(target=burn); th.start()\n"
+            "print('ready', flush=True); th.join()\n"
+            "print('done', flush=True); sys.stdin.read()\n")  # fmt: skip
+    proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True)  # fmt: skip
+    try:
+        assert proc.stdout is not None and proc.stdin is not None
+        assert proc.stdout.readline().strip() == "ready"
+        before = cpu_snapshot({"server": [proc.pid]})
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        assert proc.stdout.readline().strip() == "done"
+        cpu = cpu_per_call(before, cpu_snapshot({"server": [proc.pid]}), calls=1)
+    finally:
+        proc.communicate("", timeout=30)
+    s = cpu["server"]
+    assert isinstance(s, dict) and s["total_ms"] >= 250  # 0.3 s, in 10 ms ticks
