@@ -54,6 +54,13 @@ def parse_pid_times(text: str) -> tuple[int, int, int]:
     return int(rest[1]), int(rest[11]), int(rest[12])
 
 
+def parse_pid_child_times(text: str) -> tuple[int, int]:
+    """(cutime, cstime) from /proc/<pid>/stat text: the ticks of the children it has waited for
+    (a child that exits hands its time to its parent there), fields 16 and 17."""
+    rest = text[text.rindex(")") + 1 :].split()
+    return int(rest[13]), int(rest[14])
+
+
 def parse_pid_stat(text: str) -> int:
     """utime + stime (clock ticks) from /proc/<pid>/stat text."""
     _, user, system = parse_pid_times(text)
@@ -61,11 +68,16 @@ def parse_pid_stat(text: str) -> int:
 
 
 def _all_pid_times() -> dict[int, tuple[int, int, int]]:
+    """{pid: (ppid, user ticks, system ticks)} of every process, the ticks with those of the
+    children it has waited for."""
     out = {}
     for d in Path("/proc").iterdir():
         if d.name.isdigit():
             with contextlib.suppress(OSError, ValueError, IndexError):
-                out[int(d.name)] = parse_pid_times((d / "stat").read_text())
+                text = (d / "stat").read_text()
+                ppid, user, system = parse_pid_times(text)
+                cuser, csystem = parse_pid_child_times(text)
+                out[int(d.name)] = (ppid, user + cuser, system + csystem)
     return out
 
 
@@ -117,16 +129,17 @@ def cpu_per_call(before: dict[str, object], after: dict[str, object], calls: int
         if role == "machine":
             continue
         (u0, s0, n0), (u1, s1, n1) = before[role], after[role]  # type: ignore[misc]
-        ticks = (u1 - u0) + (s1 - s0)
-        if n0.keys() <= n1.keys():
+        ticks = max(0, (u1 - u0) + (s1 - s0))
+        if n1 and n0.keys() <= n1.keys():
             # every thread is still there: the scheduler's nanoseconds, thread by thread (one that
             # started in the window counts whole); the ticks only split them into user and system
             total = sum(v - n0.get(t, 0) for t, v in n1.items()) / 1e6 / calls
         else:
             # a thread ended in the window (a server's per-connection thread): its nanoseconds are
-            # gone with it, the process's ticks still count them
+            # gone with it, while the process's ticks still count them (and a child process's,
+            # once waited for); so do they where schedstat cannot be read
             total = ticks * 1000.0 / os.sysconf("SC_CLK_TCK") / calls
-        user = total * (u1 - u0) / ticks if ticks > 0 else 0.0
+        user = min(total, total * max(0, u1 - u0) / ticks) if ticks > 0 else 0.0
         out[role] = {"user_ms": user, "sys_ms": total - user, "total_ms": total}
     (b0, t0), (b1, t1) = before["machine"], after["machine"]  # type: ignore[misc]
     out["machine_busy"] = (b1 - b0) / (t1 - t0) if t1 > t0 else None
@@ -354,10 +367,12 @@ def stop_process_group(proc: subprocess.Popen, grace_s: float = 60.0) -> None:
         os.killpg(proc.pid, signal.SIGINT)
     try:
         proc.wait(timeout=grace_s)
-    except subprocess.TimeoutExpired:
+    except (subprocess.TimeoutExpired, KeyboardInterrupt) as e:  # a second Ctrl-C: no more waiting
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
+        if isinstance(e, KeyboardInterrupt):
+            raise
 
 
 def wait_or_stop(proc: subprocess.Popen, grace_s: float = 60.0) -> int:
@@ -371,7 +386,7 @@ def wait_or_stop(proc: subprocess.Popen, grace_s: float = 60.0) -> int:
             proc.send_signal(signal.SIGINT)
         try:
             proc.wait(timeout=grace_s)
-        except subprocess.TimeoutExpired:
+        except (subprocess.TimeoutExpired, KeyboardInterrupt):  # a second Ctrl-C: no more waiting
             proc.kill()
             proc.wait()
         raise

@@ -788,7 +788,10 @@ class Report:
             "worker's packets still cost the switch, and each result sums k of N gradients"
         )
         cpu_rows, cores = [], "?"
-        cpu_src = t_full or full
+        # the targets' run when it has every point of the switch method and the parameter server
+        # (the same test as for the ratios below), else the grid
+        t_whole = all((m, *p) in t_full for p in AGG_TARGET_POINTS for m in ("switch", "ps"))
+        cpu_src = t_full if t_whole else full
         for (w, sz), m in ((p, m) for p in AGG_TARGET_POINTS for m in ("switch", "ps", "gloo")):
             r = cpu_src.get((m, w, sz)) or {}
             cpu = r.get("cpu_per_call")
@@ -805,7 +808,7 @@ class Report:
                 "",
                 "Where each call's time goes at issue 15's points"
                 + (f" ({t.get('_file', 'aggregation-targets.json')}, medians of "
-                   f"{(t.get('config') or {}).get('repeat')} calls)" if t_full else "")
+                   f"{(t.get('config') or {}).get('repeat')} calls)" if t_whole else "")
                 + ": CPU per timed call in ms (user-space part in brackets; "
                 "the rest is the kernel's packet path) of the switch process, all workers together, "
                 "the parameter server and the benchmark's driver, and how busy the machine's "
@@ -854,8 +857,9 @@ class Report:
                 if den == "ps" and all(r is not None for r in cpu_ratios):
                     limit = (f"the {num} method needs {', '.join(fmt_ratio(r) for r in cpu_ratios)} of "
                              "the parameter server's CPU per call at these points (the CPU table in (d): "
-                             "the server's traffic crosses the switch twice and a server process), and a "
-                             "call's time follows its CPU on the 2 shared cores. " + pps_limit)  # fmt: skip
+                             "the server's traffic crosses the switch twice and a server process), and "
+                             f"a call's time follows its CPU on the {cores} shared cores. "
+                             + pps_limit)  # fmt: skip
                 self.headline(f"(d) allreduce time, {num}{at} / {den}",
                               f"{text} (< 1: {num} faster{src_note})", limit, key, met)  # fmt: skip
                 for other in (m for m in methods if m.startswith(f"{num}@")):  # the other widths, no target

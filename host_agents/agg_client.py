@@ -291,7 +291,7 @@ class AggregationClient:
             self._blocks = np.zeros(shape, np.float32)
         blocks = self._blocks
         blocks.reshape(-1)[:n] = flat
-        blocks.reshape(-1)[n:] = 0.0  # the last chunk's padding (the fixed path may have clipped it)
+        blocks.reshape(-1)[n:] = 0.0  # the padding: a longer tensor of as many chunks left values there
         local_exp = None if self.fixed_exponent is not None else self._block_exponents(blocks)
         self.version = self.version + 1 if version is None else version
         if self.fixed_exponent is not None:

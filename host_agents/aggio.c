@@ -301,12 +301,17 @@ static void decode_values(float *restrict out, const uint8_t *restrict v, int32_
 {
     int32_t w[AGGIO_MAX_VPP];
     if (n > AGGIO_MAX_VPP) {
-        for (int32_t i = 0; i < n; i++)
-            out[i] = (float)((double)(int32_t)get32(v + 4 * (size_t)i) * inv);
+        for (int32_t i = 0; i < n; i++) {
+            uint32_t u = get32(v + 4 * (size_t)i);
+            int64_t w = u <= INT32_MAX ? (int64_t)u : (int64_t)u - 4294967296LL;
+            out[i] = (float)((double)w * inv);
+        }
         return;
     }
-    for (int32_t i = 0; i < n; i++)
-        w[i] = (int32_t)get32(v + 4 * (size_t)i);
+    for (int32_t i = 0; i < n; i++) {
+        uint32_t u = get32(v + 4 * (size_t)i);
+        w[i] = u <= INT32_MAX ? (int32_t)u : (int32_t)(u - 0x80000000u) - INT32_MAX - 1; /* two's complement */
+    }
     for (int32_t i = 0; i < n; i++)
         out[i] = (float)((double)w[i] * inv);
 }

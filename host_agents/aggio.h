@@ -55,7 +55,8 @@ struct aggc_call {
 int aggc_run(struct aggc_call *c);
 int aggc_exponents(const float *blocks, int64_t chunks, int32_t vpp, int64_t *out);
 /* One packet's values, as aggc_run codes them (exported for the tests): x * scale as big-endian
- * int32 (clipped, rounded half to even), and big-endian int32 sums times inv as floats. */
+ * int32 (clipped, rounded half to even), and big-endian int32 sums times inv as floats. scale and
+ * inv are powers of two, as the protocol's are: the float path is exact only for those. */
 void aggc_encode(uint8_t *out, const float *x, int32_t n, double scale);
 void aggc_decode(float *out, const uint8_t *v, int32_t n, double inv);
 

@@ -91,7 +91,7 @@ REQUEST_OPS = (Op.PUSH, Op.SAMPLE, Op.UPDATE_PRIORITY, Op.SET_PARAMS, Op.GET_PAR
 # op, flags, table_id, request_id, frag_index, frag_count, index, priority, draw, total,
 # status, version, reserved -- network byte order
 HEADER_STRUCT = struct.Struct("!BBHIHHIIIIBBH")
-_FRAG_INDEX, _FRAG_INDEX_OFFSET = struct.Struct("!H"), 8  # the header's frag_index field
+_FRAG_INDEX, _FRAG_INDEX_OFFSET = struct.Struct("!H"), struct.calcsize("!BBHI")  # the header's frag_index
 # The same header as a NumPy record, so that a window of switch-path datagrams is built and read
 # as arrays (SwitchReplayClient); tests/test_replay_protocol.py checks it against HEADER_STRUCT.
 HEADER_DTYPE = np.dtype(

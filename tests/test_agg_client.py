@@ -324,6 +324,7 @@ def test_c_value_codec_matches_numpy_to_the_bit() -> None:
     outside float's normal range (the double fallback)."""
     rng = np.random.default_rng(17)
     with client() as c, np.errstate(over="ignore"):  # inputs at the ends of float's range
+        assert c.batched
         ffi, lib = c._bio._io.ffi, c._bio._lib
         for n in (1, 7, 64, 256, 352, 1024, 1100):
             for e in (-140, -126, -100, -20, 0, 1, 20, 29, 31, 40, 126, 127, 140):
@@ -337,6 +338,7 @@ def test_c_value_codec_matches_numpy_to_the_bit() -> None:
                 x[5::19] = 0.0
                 x[6::23] = -0.0
                 x[7::29] = np.float32(1e-45)  # subnormal input
+                x[8::31] = np.float32(3e38)  # the float product overflows to infinity: clips up
                 x = np.nan_to_num(x, nan=0.0, posinf=3e38, neginf=-3e38).astype(np.float32)
                 want = np.clip(np.rint(x.astype(np.float64) * scale), -(2**31), 2**31 - 1).astype(">i4")
                 out = np.zeros(4 * n, np.uint8)
@@ -348,3 +350,24 @@ def test_c_value_codec_matches_numpy_to_the_bit() -> None:
                                 n, 1.0 / scale)  # fmt: skip
                 expect = (want.astype(np.float64) / scale).astype(np.float32)
                 assert back.tobytes() == expect.tobytes(), (n, e)
+
+
+def test_a_shorter_tensor_of_as_many_chunks_is_padded_with_zeros() -> None:
+    """allreduce_array keeps its padded buffer from call to call: a tensor one value shorter but
+    of the same chunk count must not carry the last call's value in the padding (over a scripted
+    one-member switch the result is the input itself)."""
+    sw = _ScriptedSwitch()
+    sw.start()
+    try:
+        with AggregationClient(sw.sock.getsockname(), 1, 0, 1, 4, bind=("127.0.0.1", 0), timeout=0.05) as c:
+            long = np.full(3 * DEFAULT_VALUES_PER_PACKET, 5.0, np.float32)
+            assert np.array_equal(c.allreduce_array(long), long)
+            short = long[:-1]
+            got = c.allreduce_array(short)
+            assert got.shape == short.shape and np.array_equal(got, short)
+            assert c._blocks is not None and c._blocks[-1, -1] == 0.0  # not the last call's 5.0
+            assert np.array_equal(long, np.full_like(long, 5.0))  # the caller's array untouched
+    finally:
+        sw.stop.set()
+        sw.join()
+
