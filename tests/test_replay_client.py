@@ -7,6 +7,7 @@ RedisReplayClient through the same API; the config and factory."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import math
 import os
 import select
@@ -833,3 +834,44 @@ def test_switch_path_long_items_in_fragments_with_losses(path: str) -> None:
             assert c.stats["resent"] > 0
     finally:
         server.close()
+
+
+class _NoGsoSocket:
+    """A client socket whose kernel refuses UDP GSO (sendmsg with a UDP_SEGMENT message: EIO),
+    everything else the real socket's; counts the refusals."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock = sock
+        self.refused = 0
+
+    def sendmsg(self, *args: object) -> int:
+        self.refused += 1
+        raise OSError(errno.EIO, "no UDP GSO here")
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._sock, name)
+
+
+def test_long_messages_go_out_as_gso_sends_or_one_datagram_each(c_server: int) -> None:
+    """A PUSH of 32 x 4 KB (94 fragments) reaches the server whole through UDP GSO sends; where
+    the kernel refuses GSO the client says so once and sends one datagram each from then on."""
+    rng = np.random.default_rng(2)
+    items = [rng.integers(0, 256, 4096, dtype=np.uint8).tobytes() for _ in range(32)]
+    with real_client(c_server, table_id=2) as c:
+        keys = c.insert(items, np.ones(32))
+        assert c._gso  # loopback takes GSO sends
+        real = c.sock
+        c.sock = _NoGsoSocket(real)  # type: ignore[assignment]
+        try:
+            more = c.insert(items, np.ones(32))
+            again = c.insert(items[:8], np.ones(8))
+        finally:
+            refused, c.sock = c.sock.refused, real  # type: ignore[attr-defined]
+        assert refused == 1 and not c._gso
+        assert more.tolist() == list(range(int(keys[-1]) + 1, int(keys[-1]) + 33))
+        assert len(again) == 8
+        got = c.sample(64)
+        by_key = {int(k): it for k, it in zip(got.keys.tolist(), got.items, strict=True)}
+        for k, item in by_key.items():
+            if int(keys[0]) <= k <= int(keys[-1]):
+                assert item == items[k - int(keys[0])]
