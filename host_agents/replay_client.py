@@ -416,7 +416,7 @@ class HostReplayClient(ReplayClient):
                     break
                 data, addr = got
                 try:
-                    header, _ = split_datagram(data)
+                    header, piece = split_datagram(data)
                 except ProtocolError as e:
                     self.stats["stray_datagrams"] += 1
                     log.debug("dropped malformed datagram from %s: %s", addr, e)
@@ -441,7 +441,7 @@ class HostReplayClient(ReplayClient):
                     received.add(header.frag_index)
                     progressed = True
                 try:
-                    done = reasm.add(data)
+                    done = reasm.add_split(header, piece)
                 except ProtocolError as e:
                     log.warning("request %d: bad reply fragment: %s", rid, e)
                     continue
@@ -781,14 +781,14 @@ class SwitchReplayClient(ReplayClient):
                 continue  # an ICMP port-unreachable: silence, the tries decide
             data = bytes(self._buf[:n])
             try:
-                header, _ = split_datagram(data)
+                header, piece = split_datagram(data)
                 i = slot_of.get(header.request_id)
                 if i is None or replies[i] is not None:
                     self.stats["stray_datagrams"] += 1  # a duplicate answer to a resend, or not ours
                     continue
                 # A sampled item larger than one datagram comes in fragments; a resend of the
                 # request brings the server's cached reply again, filling the gaps.
-                whole = reasm.add(data)
+                whole = reasm.add_split(header, piece)
             except ProtocolError:
                 self.stats["stray_datagrams"] += 1
                 continue

@@ -257,7 +257,11 @@ class Reassembler:
     def add(self, data: bytes | bytearray | memoryview, source: object = None) -> tuple[Header, bytes] | None:
         """Feed one datagram. Returns (header of fragment 0 with frag_index 0, whole body) when
         this completes the message, else None. Duplicate fragments are ignored."""
-        header, piece = split_datagram(data)
+        return self.add_split(*split_datagram(data), source)
+
+    def add_split(self, header: Header, piece: bytes, source: object = None) -> tuple[Header, bytes] | None:
+        """:meth:`add` of a datagram the caller has already split (:func:`split_datagram`), so
+        that a client that looks at each reply's header first does not parse it twice."""
         if header.frag_count == 1:
             return header, piece
         key = (source, header.request_id)
