@@ -489,13 +489,13 @@ def run_one(args: argparse.Namespace, run_name: str) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    sigterm_as_interrupt()  # its learner, actors and replay server are stopped in `finally`
     try:
         parse_runs(args.runs)
     except ValueError as e:
         parser.error(str(e))
     if args.seeds < 1:
         parser.error(f"--seeds must be at least 1, not {args.seeds}")
+    sigterm_as_interrupt()  # its learner, actors and replay server are stopped in `finally`
     result = run(args)
     keys = (
         "env", "replay_backend", "num_actors", "reached_target", "wall_s_to_target", "env_steps_to_target",
