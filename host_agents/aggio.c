@@ -259,7 +259,7 @@ static double rto_for(const struct aggc_call *c, int64_t tries)
  * the swap pass is a plain loop. aggio.py builds with -fno-trapping-math, which lets the
  * compiler turn the selects below into vector blends. */
 
-#define AGGIO_MAX_VPP 1024 /* widest packet the passes' stack arrays hold; wider ones go scalar */
+#define AGGIO_MAX_VPP 1024 /* values per pass of the loops below (their stack arrays) */
 
 /* The reference encoding (and the fallback): x * scale in double, clipped to int32 (np.clip
  * after np.rint gives the same), then rounded half to even (in range, round_even is exact). */
@@ -277,22 +277,25 @@ static int32_t encode_one(float x, double scale)
  * and every float at or beyond +-2^31 clips as the double does. */
 static void encode_values(uint8_t *restrict out, const float *restrict x, int32_t n, double scale)
 {
-    int32_t q32[AGGIO_MAX_VPP];
-    if (n > AGGIO_MAX_VPP || !(scale >= 0x1p-126 && scale <= 0x1p126)) {
+    if (!(scale >= 0x1p-126 && scale <= 0x1p126)) {
         for (int32_t i = 0; i < n; i++)
             put32(out + 4 * (size_t)i, (uint32_t)encode_one(x[i], scale));
         return;
     }
     const float s = (float)scale;
-    for (int32_t i = 0; i < n; i++) {
-        float q = x[i] * s;
-        float m = __builtin_copysignf(8388608.0f, q);
-        float r = (q + m) - m;
-        r = __builtin_fabsf(q) < 8388608.0f ? r : q;
-        q32[i] = r >= 2147483648.0f ? INT32_MAX : r < -2147483648.0f ? INT32_MIN : (int32_t)r;
+    int32_t q32[AGGIO_MAX_VPP];
+    for (int32_t base = 0; base < n; base += AGGIO_MAX_VPP) {
+        int32_t m = n - base < AGGIO_MAX_VPP ? n - base : AGGIO_MAX_VPP;
+        for (int32_t i = 0; i < m; i++) {
+            float q = x[base + i] * s;
+            float half = __builtin_copysignf(8388608.0f, q);
+            float r = (q + half) - half;
+            r = __builtin_fabsf(q) < 8388608.0f ? r : q;
+            q32[i] = r >= 2147483648.0f ? INT32_MAX : r < -2147483648.0f ? INT32_MIN : (int32_t)r;
+        }
+        for (int32_t i = 0; i < m; i++)
+            put32(out + 4 * (size_t)(base + i), (uint32_t)q32[i]);
     }
-    for (int32_t i = 0; i < n; i++)
-        put32(out + 4 * (size_t)i, (uint32_t)q32[i]);
 }
 
 /* A result's n big-endian int32 sums back to floats: times inv (1 / scale, a power of two, so
@@ -300,20 +303,15 @@ static void encode_values(uint8_t *restrict out, const float *restrict x, int32_
 static void decode_values(float *restrict out, const uint8_t *restrict v, int32_t n, double inv)
 {
     int32_t w[AGGIO_MAX_VPP];
-    if (n > AGGIO_MAX_VPP) {
-        for (int32_t i = 0; i < n; i++) {
-            uint32_t u = get32(v + 4 * (size_t)i);
-            int64_t w = u <= INT32_MAX ? (int64_t)u : (int64_t)u - 4294967296LL;
-            out[i] = (float)((double)w * inv);
+    for (int32_t base = 0; base < n; base += AGGIO_MAX_VPP) {
+        int32_t m = n - base < AGGIO_MAX_VPP ? n - base : AGGIO_MAX_VPP;
+        for (int32_t i = 0; i < m; i++) {
+            uint32_t u = get32(v + 4 * (size_t)(base + i)); /* two's complement, spelled out */
+            w[i] = u <= INT32_MAX ? (int32_t)u : (int32_t)(u - 0x80000000u) + INT32_MIN;
         }
-        return;
+        for (int32_t i = 0; i < m; i++)
+            out[base + i] = (float)((double)w[i] * inv);
     }
-    for (int32_t i = 0; i < n; i++) {
-        uint32_t u = get32(v + 4 * (size_t)i);
-        w[i] = u <= INT32_MAX ? (int32_t)u : (int32_t)(u - 0x80000000u) - INT32_MAX - 1; /* two's complement */
-    }
-    for (int32_t i = 0; i < n; i++)
-        out[i] = (float)((double)w[i] * inv);
 }
 
 void aggc_encode(uint8_t *out, const float *x, int32_t n, double scale)
