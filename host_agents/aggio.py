@@ -52,15 +52,16 @@ _LOADED: AggIO | AggIOUnavailable | None = None
 
 def _build() -> Path:
     from softswitch.native import (  # the project's one C build recipe
-        SANITIZE_CFLAGS,
         NativeBuildError,
         build_helper,
+        compiler,
+        sanitize_cflags,
         sanitizers_active,
     )
 
-    # under tests/test_native_sanitizers.py's child run, with ASan + UBSan like the switch's C
-    flags = CFLAGS + SANITIZE_CFLAGS if sanitizers_active() else CFLAGS
     try:
+        # under tests/test_native_sanitizers.py's child run, with ASan + UBSan like the switch's C
+        flags = CFLAGS + sanitize_cflags(compiler()) if sanitizers_active() else CFLAGS
         return build_helper(SOURCE, flags, "compiling host_agents/aggio.c", libs=("-lm",), depends=(HEADER,))
     except (NativeBuildError, OSError) as e:
         raise AggIOUnavailable(str(e)) from None
