@@ -46,24 +46,18 @@ def parse_proc_stat(text: str) -> tuple[int, int]:
     raise ValueError("no aggregate 'cpu' line in /proc/stat text")
 
 
-def parse_pid_times(text: str) -> tuple[int, int, int]:
-    """(ppid, utime, stime) from /proc/<pid>/stat text, times in clock ticks. The command name
-    (field 2) may hold spaces and parentheses, so fields are counted after its last ')'; ppid is
-    field 4, utime and stime fields 14 and 15."""
+def parse_pid_times(text: str) -> tuple[int, int, int, int, int]:
+    """(ppid, utime, stime, cutime, cstime) from /proc/<pid>/stat text, times in clock ticks
+    (cutime and cstime: the children it has waited for; a child that exits hands its time to its
+    parent there). The command name (field 2) may hold spaces and parentheses, so fields are
+    counted after its last ')'; ppid is field 4, the times fields 14 to 17."""
     rest = text[text.rindex(")") + 1 :].split()  # rest[0] is field 3 (state)
-    return int(rest[1]), int(rest[11]), int(rest[12])
-
-
-def parse_pid_child_times(text: str) -> tuple[int, int]:
-    """(cutime, cstime) from /proc/<pid>/stat text: the ticks of the children it has waited for
-    (a child that exits hands its time to its parent there), fields 16 and 17."""
-    rest = text[text.rindex(")") + 1 :].split()
-    return int(rest[13]), int(rest[14])
+    return int(rest[1]), int(rest[11]), int(rest[12]), int(rest[13]), int(rest[14])
 
 
 def parse_pid_stat(text: str) -> int:
     """utime + stime (clock ticks) from /proc/<pid>/stat text."""
-    _, user, system = parse_pid_times(text)
+    _, user, system, _, _ = parse_pid_times(text)
     return user + system
 
 
@@ -74,9 +68,7 @@ def _all_pid_times() -> dict[int, tuple[int, int, int]]:
     for d in Path("/proc").iterdir():
         if d.name.isdigit():
             with contextlib.suppress(OSError, ValueError, IndexError):
-                text = (d / "stat").read_text()
-                ppid, user, system = parse_pid_times(text)
-                cuser, csystem = parse_pid_child_times(text)
+                ppid, user, system, cuser, csystem = parse_pid_times((d / "stat").read_text())
                 out[int(d.name)] = (ppid, user + cuser, system + csystem)
     return out
 
@@ -147,8 +139,9 @@ def cpu_per_call(before: dict[str, object], after: dict[str, object], calls: int
     return out
 
 
-def format_cpu(cpu: dict[str, object]) -> str:
-    """One line: each role's CPU ms per call (user share in brackets) and the machine's load."""
+def format_cpu(cpu: dict[str, object], per: str = "per call") -> str:
+    """One line: each role's CPU ms ``per`` call (or over the window ``per`` names; user share in
+    brackets) and the machine's load."""
     parts = [
         f"{role} {v['total_ms']:.2f} ms ({v['user_ms']:.2f} user)"  # type: ignore[index]
         for role, v in cpu.items()
@@ -156,7 +149,7 @@ def format_cpu(cpu: dict[str, object]) -> str:
     ]
     busy = cpu.get("machine_busy")
     load = "?" if busy is None else f"{busy:.0%}"
-    return f"CPU per call: {', '.join(parts)}; machine {load} busy of {cpu.get('cores')} cores"
+    return f"CPU {per}: {', '.join(parts)}; machine {load} busy of {cpu.get('cores')} cores"
 
 
 # ---- worker side ----
@@ -357,38 +350,38 @@ def sigterm_as_interrupt() -> None:
     signal.signal(signal.SIGTERM, on_term)
 
 
-def stop_process_group(proc: subprocess.Popen, grace_s: float = 60.0) -> None:
-    """SIGINT to the process group led by ``proc`` (a benchmark started in its own session: it
-    cleans up and keeps what it measured on Ctrl-C), then SIGKILL if it is still there after
-    ``grace_s``."""
+def stop_process(proc: subprocess.Popen, group: bool = False, grace_s: float = 60.0) -> None:
+    """SIGINT to ``proc`` (``group``: to the process group it leads, a benchmark started in its
+    own session), which cleans up and keeps what it measured as on Ctrl-C; SIGKILL if it is still
+    there after ``grace_s``, or at once on a second Ctrl-C (raised on after the kill)."""
     if proc.poll() is not None:
         return
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGINT)
+
+    def send(sig: int) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            if group:
+                os.killpg(proc.pid, sig)
+            else:
+                proc.send_signal(sig)
+
+    send(signal.SIGINT)
     try:
         proc.wait(timeout=grace_s)
-    except (subprocess.TimeoutExpired, KeyboardInterrupt) as e:  # a second Ctrl-C: no more waiting
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
+    except (subprocess.TimeoutExpired, KeyboardInterrupt) as e:
+        send(signal.SIGKILL)
         proc.wait()
         if isinstance(e, KeyboardInterrupt):
             raise
 
 
 def wait_or_stop(proc: subprocess.Popen, grace_s: float = 60.0) -> int:
-    """``proc.wait()``; on Ctrl-C or SIGTERM (KeyboardInterrupt) SIGINT ``proc`` (it may have had
-    it already from the terminal) and give it ``grace_s`` to clean up before SIGKILL, then raise
-    on. subprocess.call would SIGKILL it at once, in the middle of removing its namespaces."""
+    """``proc.wait()``; on Ctrl-C or SIGTERM (KeyboardInterrupt) :func:`stop_process` it (it may
+    have had SIGINT already from the terminal), then raise on. subprocess.call would SIGKILL it
+    at once, in the middle of removing its namespaces."""
     try:
         return proc.wait()
     except KeyboardInterrupt:
-        with contextlib.suppress(ProcessLookupError):
-            proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=grace_s)
-        except (subprocess.TimeoutExpired, KeyboardInterrupt):  # a second Ctrl-C: no more waiting
-            proc.kill()
-            proc.wait()
+        stop_process(proc, grace_s=grace_s)
         raise
 
 

@@ -296,8 +296,9 @@ class Skipped(BenchError):
 
 
 @contextlib.contextmanager
-def replay_server(host, path: str, max_size: int, item_bytes: int) -> Iterator[dict]:
-    """The C replay server in the server host's namespace; yields its start-up facts."""
+def replay_server(host, path: str, max_size: int, item_bytes: int) -> Iterator[tuple[dict, int]]:
+    """The C replay server in the server host's namespace; yields its start-up facts and its
+    process id."""
     if not SERVER_BIN.exists():
         raise Skipped(f"{SERVER_BIN.relative_to(ROOT)} is not built (make -C dpdk_fallback)")
     mode = "switch" if path == "switch" else "host"
@@ -316,7 +317,7 @@ def replay_server(host, path: str, max_size: int, item_bytes: int) -> Iterator[d
         why = f"replay server ({path}) did not start: {e}"
         raise Skipped(why) if path == "host-dpdk" else BenchError(why) from None
     try:
-        yield {"ready": server.ready_line, "argv": argv, "pid": server.proc.pid}
+        yield {"ready": server.ready_line, "argv": argv}, server.proc.pid
     finally:
         server.stop(timeout=10)
         if path == "host-dpdk":
@@ -479,8 +480,9 @@ def run_path(cfg: Config, tb, path: str, n: int) -> dict:
         else:
             if path == "host-dpdk":
                 stack.enter_context(kernel_address_removed(server))
-            res["server"] = stack.enter_context(replay_server(server, path, cfg.max_size, cfg.item_bytes))
-            server_pids = [res["server"].pop("pid")]
+            res["server"], pid = stack.enter_context(
+                replay_server(server, path, cfg.max_size, cfg.item_bytes))
+            server_pids = [pid]
             if path == "switch":
                 t0 = time.monotonic()
                 # Left installed: switch runs last in its star (RUN_ORDER), which is torn down next.
@@ -567,7 +569,7 @@ def run_path(cfg: Config, tb, path: str, n: int) -> dict:
         f"resends {res['resends']['learner'] + res['resends']['actors']}, switch port drops "
         f"{res['switch_port_drops']} ({res['run_s']:.1f} s)"
     )
-    progress(f"    {format_cpu(cpu).replace('per call', f'over the timed {wall:.1f} s')}")
+    progress(f"    {format_cpu(cpu, per=f'over the timed {wall:.1f} s')}")
     return res
 
 

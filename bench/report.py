@@ -717,8 +717,8 @@ class Report:
             config += (f"; switch methods at {', '.join(map(str, widths))} values per packet (the plain "
                        f"names are {head_w}, the others are named method@width)")  # fmt: skip
         self.head(title, d, config)
-        by = {(label(r), r["workers"], r["size_kb"]): r["median_s"] for r in res}
         full = {(label(r), r["workers"], r["size_kb"]): r for r in res}
+        by = {k: r["median_s"] for k, r in full.items()}
         # issue 15's points measured again with more calls per median (bench.aggregation --targets)
         t = self.data.get("aggregation_targets") or {}
         t_full = {(label(r), r["workers"], r["size_kb"]): r

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.common import sigterm_as_interrupt, stop_process_group
+from bench.common import sigterm_as_interrupt, stop_process
 from bench.report import ROOT, Report, proc_machine
 
 
@@ -217,13 +217,13 @@ def main(argv: list[str] | None = None) -> int:
                     rc = proc.wait(timeout=timeout)
                 except subprocess.TimeoutExpired:
                     # SIGINT first: the benchmarks keep what they measured and clean up on Ctrl-C
-                    stop_process_group(proc)
+                    stop_process(proc, group=True)
                     rc = None
                 except KeyboardInterrupt:
                     # Ctrl-C (or SIGTERM) here: the benchmark runs in its own session, out of the
                     # terminal's reach, so stop it before going, or it runs on with its namespaces
                     say(f"{b.name}: interrupted, stopping it")
-                    stop_process_group(proc)
+                    stop_process(proc, group=True)
                     raise
         except KeyboardInterrupt:
             entry.update(status="interrupted", seconds=time.monotonic() - t0)
