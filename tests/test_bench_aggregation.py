@@ -101,6 +101,16 @@ def test_mtu_must_hold_the_widest_packet(capsys) -> None:
     assert "576..65535" in capsys.readouterr().err
 
 
+def test_targets_refuse_what_would_change_the_figure(capsys) -> None:
+    """--targets measures issue 15's (d) figure as defined: with --quick, --offloads or a
+    straggler it is refused before anything is built."""
+    from bench.aggregation import main
+
+    for extra in (["--quick"], ["--offloads"], ["--straggler-ms", "100"]):
+        assert main(["--targets", *extra]) == 2
+        assert "--targets measures issue 15's (d) figure" in capsys.readouterr().err
+
+
 def test_every_async_worker_but_the_straggler_fills() -> None:
     """k = N-1 workers do not wait for the N-th: whoever falls a call behind needs the others
     to keep the job's rounds going, so every switch-async worker fills after its timed calls,
