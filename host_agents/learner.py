@@ -20,9 +20,9 @@ With ``--prefetch K`` (default 1) the replay calls run in the background in the 
 made: the next K batches are drawn while the learner trains, and priority updates go out
 without waiting (each applied once, after the sample it refers to; at most
 ``--max-pending-updates`` in flight; all applied before the run ends); so do the periodic
-parameter publications (the first and the last are waited for). The background is a thread
-of the learner, or with ``--io-process`` a child process of its own (its Python then does not
-hold the learner's interpreter lock; it needs a core of its own to pay). time/sample,
+parameter publications (the first and the last are waited for). The background is a child
+process of the learner (``--io-process``, the default: its Python does not hold the learner's
+interpreter lock), or with ``--no-io-process`` a thread of the learner. time/sample,
 time/update_priorities and time/set_params then count only the time the learner waited; summary.json's
 replay_io_busy_s is the calls' own time in the background. ``--prefetch 0`` waits for every call.
 """
@@ -89,10 +89,11 @@ class LearnerConfig(QLearnerConfig):
     sent without waiting (0: sample, train and update in turn, each waited for)"""
     max_pending_updates: int = 4
     """priority updates in flight at most before the learner waits for one (with prefetch)"""
-    io_process: bool = False
+    io_process: bool = True
     """with prefetch, run the replay calls in a child process (no interpreter lock shared with
-    training) rather than a thread of the learner: pays where a core is free for it, not on the
-    2-core machine (bench/README.md, sixth pass)"""
+    training); --no-io-process: in a thread of the learner. The process gave 25-30% more updates/s
+    on the 2-CPU Intel VM and about the same on the AMD VM (bench/README.md, sixth and thirteenth
+    passes). Ignored with prefetch 0 (every call waited for, in the learner)"""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -100,8 +101,6 @@ class LearnerConfig(QLearnerConfig):
             raise ConfigError("publish_interval must be >= 1 and wait_poll_s > 0")
         if self.prefetch < 0 or self.max_pending_updates < 1:
             raise ConfigError("prefetch must be >= 0 and max_pending_updates >= 1")
-        if self.io_process and not self.prefetch:
-            raise ConfigError("io_process needs prefetch >= 1 (without prefetch every call is waited for)")
         self.wait_for_batch_size(PROG)
 
 

@@ -26,8 +26,9 @@ Two carriers, one behaviour:
 - :class:`ReplayProcess` runs them in a child process of its own (``python -m
   host_agents.replay_pipeline``, talking over a socketpair): no lock shared with the caller. The
   caller pays one pickle per call and reads the replies when it needs them; it has no thread of
-  its own. The learner's ``--io-process``: on the 2-core machine it did not pay (the child's
-  work still needs one of the two cores, and each reply wakes a process), elsewhere it should.
+  its own. The learner's default (``--io-process``): 25-30% more updates/s than the thread on
+  the 2-CPU Intel VM, about the same on the AMD VM, where four actors took half a core
+  (bench/README.md, sixth and thirteenth passes).
 
 Calls that the caller needs answered now (parameters, info) go through ``sync``, a proxy that
 runs each client method in order with the others and waits for it.

@@ -195,8 +195,6 @@ def test_learner_config_checks() -> None:
         check_against_replay(LearnerConfig(batch_size=512), ReplayConfig(max_size=100))
     with pytest.raises(ConfigError):
         LearnerConfig(target_update_interval=0)
-    with pytest.raises(ConfigError, match="io_process needs prefetch"):
-        LearnerConfig(io_process=True, prefetch=0)
     cfg = LearnerConfig(beta=0.4, beta_final=1.0, beta_anneal_updates=100)
     assert [cfg.beta_at(u) for u in (0, 50, 100, 1000)] == pytest.approx([0.4, 0.7, 1.0, 1.0])
 
@@ -416,7 +414,7 @@ def test_resume_continues_counting(smoke: Smoke) -> None:
         "host_agents.learner", *smoke.common, "--resume", "--max-steps", str(UPDATES + 40),
         "--batch-size", str(BATCH), "--learning-starts", "300", "--eval-interval", "0",
         "--eval-episodes", "1", "--loss-log-interval", str(LOSS_EVERY),
-        "--io-process",  # the replay calls in a child process: same outcome
+        "--no-io-process",  # the replay calls in a thread of the learner: same outcome
     )  # fmt: skip
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
     assert f"resumed from {smoke.run_dir / 'learner' / 'checkpoint.pt'}: {UPDATES} updates" in res.stdout
