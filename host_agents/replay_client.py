@@ -45,6 +45,7 @@ from host_agents.replay_protocol import (
     MAX_MESSAGE_BYTES,
     REPLAY_UDP_PORT,
     STATUS,
+    SWITCH_BATCH_DEFAULT,
     EntryResult,
     Flag,
     Header,
@@ -55,10 +56,12 @@ from host_agents.replay_protocol import (
     decode_error,
     decode_get_params_reply,
     decode_info_reply,
+    decode_push_leaves_reply,
     decode_push_reply,
     decode_sample_reply,
     decode_set_params_reply,
     decode_update_reply,
+    encode_push_leaves_request,
     encode_push_request,
     encode_resend,
     encode_sample_request,
@@ -127,10 +130,11 @@ class ReplayConfig:
     """sends of one request (or rounds without progress) before ReplayTimeout"""
     window: int = 256
     """switch path: datagrams outstanding at once (UPDATE_PRIORITY and SAMPLE datagrams)"""
-    switch_batch: int = MAX_BATCH_ENTRIES
+    switch_batch: int = SWITCH_BATCH_DEFAULT
     """switch path: priority updates or SAMPLE draws per datagram (a batch, flag MULTI, that the
-    switch recirculates once per entry), 1..16; 1 sends one datagram per update or draw (the
-    form of switches without batches)"""
+    switch recirculates once per entry), 1..64; 1 sends one datagram per update or draw (the
+    form of switches without batches). Pushes carry their items' leaves in the server's reply
+    whatever this is."""
     max_message_bytes: int = 8 << 20
     """host path: an insert or update larger than this is split into several requests (keep
     at or below the server's --max-message-bytes)"""
@@ -236,12 +240,13 @@ def _check_keys(keys: np.ndarray | Sequence[int]) -> np.ndarray:
     return k.astype(np.uint64).reshape(-1)
 
 
-def _chunks(sizes: Sequence[int], limit: int) -> list[tuple[int, int]]:
+def _chunks(sizes: Sequence[int], limit: int, max_count: int | None = None) -> list[tuple[int, int]]:
     """[start, end) runs of consecutive entries whose sizes add up to at most ``limit`` (an
-    entry larger than ``limit`` gets a run of its own; the server judges it)."""
+    entry larger than ``limit`` gets a run of its own; the server judges it), and of at most
+    ``max_count`` entries."""
     runs, start, total = [], 0, 0
     for i, s in enumerate(sizes):
-        if i > start and total + s > limit:
+        if i > start and (total + s > limit or (max_count is not None and i - start >= max_count)):
             runs.append((start, i))
             start, total = i, 0
         total += s
@@ -388,12 +393,14 @@ class HostReplayClient(ReplayClient):
                 self.sock.sendto(d, self.server)
             i = j
 
-    def call(self, op: Op, body: bytes = b"", table_id: int | None = None) -> tuple[Header, bytes]:
+    def call(
+        self, op: Op, body: bytes = b"", table_id: int | None = None, flags: int = 0
+    ) -> tuple[Header, bytes]:
         """Send one request and return the reply (header, whole body); raises ReplayError for an
         ERROR reply and ReplayTimeout when the server stays silent."""
         table = self.config.table_id if table_id is None else table_id
         rid = self._request_id()
-        datagrams = fragment(Header(op=int(op), table_id=table, request_id=rid), body)
+        datagrams = fragment(Header(op=int(op), flags=flags, table_id=table, request_id=rid), body)
         reasm = Reassembler()
         want = reply_op(op)
         self.stats["requests"] += 1
@@ -976,10 +983,10 @@ class SwitchReplayClient(ReplayClient):
         if keys.size:
             self.newest_key = max(self.newest_key, int(keys.max()))
 
-    def _set_leaves(self, keys: np.ndarray, priorities: np.ndarray, insert: bool) -> int:
-        """Set slot ``key % max_size`` of each key: ``switch_batch`` slots per UPDATE datagram
-        (one per datagram when 1); returns how many of ``keys`` the switch applied (the others'
-        slots answered KEY_MISMATCH)."""
+    def _set_leaves(self, keys: np.ndarray, priorities: np.ndarray) -> int:
+        """Set slot ``key % max_size`` of each key (a learner's priority update): ``switch_batch``
+        slots per UPDATE datagram (one per datagram when 1); returns how many of ``keys`` the
+        switch applied (the others' slots answered KEY_MISMATCH)."""
         if keys.size == 0:
             return 0
         fixed = switch_priorities(priorities, self.config.alpha, self.leaves)
@@ -990,7 +997,7 @@ class SwitchReplayClient(ReplayClient):
         last = slots.size - 1 - first_rev
         key1 = (keys[last] + np.uint64(1)) & np.uint64(0xFFFFFFFF)  # the item's key + 1 (mod 2^32)
         prio = np.asarray(fixed)[last]
-        flags = int(Flag.INSERT) if insert else 0
+        flags = 0
         if self.config.switch_batch > 1:
             mismatched = self._update_batches(uniq, prio, key1, flags)
         else:
@@ -1079,11 +1086,51 @@ class SwitchReplayClient(ReplayClient):
         return ent["index"][ent["result"] == EntryResult.KEY_MISMATCH].astype(np.int64)
 
     def insert(self, items: Sequence[bytes], priorities: np.ndarray | Sequence[float]) -> np.ndarray:
+        """PUSHes with leaves (flags MULTI + INSERT), up to MAX_BATCH_ENTRIES items each: the
+        server stores the items and answers with their leaves, which the switch sets as the reply
+        passes. One round trip per PUSH, as on the host path."""
         data = _check_items(items)
         p = _check_wire_priorities(priorities, len(data), "items")
-        keys = self.host.insert(data, p)
+        fixed = switch_priorities(p, self.config.alpha, self.leaves)
+        keys = np.empty(len(data), np.uint64)
+        limit = min(self.config.max_message_bytes, MAX_MESSAGE_BYTES) - 4
+        sizes = [len(d) + 8 for d in data]
+        for start, end in _chunks(sizes, limit, MAX_BATCH_ENTRIES):
+            body = encode_push_leaves_request(zip(fixed[start:end].tolist(), data[start:end], strict=True))
+            header, reply = self.host.call(Op.PUSH, body, flags=Flag.MULTI | Flag.INSERT)
+            keys[start:end] = self._check_push_leaves(header, reply, fixed[start:end])
         self._saw_keys(keys)
-        self._set_leaves(keys, p, insert=True)
+        return keys
+
+    def _check_push_leaves(self, header: Header, reply: bytes, fixed: np.ndarray) -> np.ndarray:
+        """The keys of a PUSH with leaves, once its reply shows every leaf set by the switch."""
+        n = fixed.size
+        if not header.flags & Flag.SWITCH_UPDATED:
+            raise ReplayError(
+                Status.INTERNAL,
+                f"PUSH {header.request_id} was answered without SWITCH_UPDATED: the switch does not "
+                f"hold table {self.config.table_id} (control plane not run?); the server stored the "
+                f"{n} items, their leaves are not set",
+                Op.PUSH.name, header.request_id,
+            )  # fmt: skip
+        batch, ent, first = decode_push_leaves_reply(reply)
+        keys = np.uint64(first) + np.arange(n, dtype=np.uint64)
+        key1 = (keys + np.uint64(1)) & np.uint64(0xFFFFFFFF)
+        slots = keys % np.uint64(self.config.max_size)
+        done = int(batch["count"][0]) == n and int(batch["next"][0]) == n  # the switch's passes
+        want = {"priority": fixed, "index": slots, "draw": key1}
+        same = all((ent[f] == v).all() for f, v in want.items())
+        if not (done and same):
+            raise ProtocolError(f"the PUSH_REPLY to request {header.request_id} does not hold the {n} "
+                                "leaves pushed, all set")  # fmt: skip
+        bad = np.flatnonzero(ent["result"] == EntryResult.BAD_INDEX)
+        if bad.size:
+            raise ReplayError(
+                Status.BAD_INDEX,
+                f"leaf {int(ent['index'][bad[0]])} is beyond the switch table's leaves "
+                f"({bad.size} of {n} items; switch_leaves/max_size differ from the installed table?)",
+                Op.PUSH.name, header.request_id,
+            )  # fmt: skip
         return keys
 
     def sample(self, batch_size: int, beta: float | None = None) -> SampleBatch:
@@ -1215,7 +1262,7 @@ class SwitchReplayClient(ReplayClient):
             live = k + np.uint64(self.config.max_size) > np.uint64(self.newest_key)
         else:
             live = np.ones(k.size, dtype=bool)
-        applied = self._set_leaves(k[live], p[live], insert=False) if live.any() else 0
+        applied = self._set_leaves(k[live], p[live]) if live.any() else 0
         return applied, int(k.size - applied)
 
     def set_params(self, blob: bytes, version: int, slot: int = 0) -> int:

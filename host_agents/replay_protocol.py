@@ -103,7 +103,10 @@ assert HEADER_STRUCT.size == HEADER_BYTES
 
 # Switch-path batches (flag MULTI, "The switch path"): after the header a batch header, then
 # `count` entries; the switch does them one per pass and writes each one's outcome into it.
-MAX_BATCH_ENTRIES = 16  # REPLAY_MAX_ENTRIES in p4/include/types.p4
+MAX_BATCH_ENTRIES = 64  # REPLAY_MAX_ENTRIES in p4/include/types.p4
+# Entries per SAMPLE or UPDATE datagram by default: the switch parses the whole batch again on
+# each of its passes, so a batch costs it ~count^2 (32 draws per datagram were slower than 2 x 16)
+SWITCH_BATCH_DEFAULT = 16
 BATCH_DTYPE = np.dtype([("next", ">u2"), ("count", ">u2"), ("beta", ">f4")])
 ENTRY_DTYPE = np.dtype([("index", ">u4"), ("priority", ">u4"), ("draw", ">u4"), ("total", ">u4"),
                         ("result", "u1"), ("reserved", "V3")])  # fmt: skip
@@ -122,6 +125,7 @@ _U32 = struct.Struct("!I")
 _U64 = struct.Struct("!Q")
 _F32 = struct.Struct("!f")
 _PUSH_ITEM = struct.Struct("!fI")  # priority, length
+_PUSH_LEAF_ITEM = struct.Struct("!II")  # fixed-point leaf, length (a PUSH with leaves)
 _SAMPLE_REQ = struct.Struct("!If")  # batch_size, beta
 _SAMPLE_HEAD = struct.Struct("!QI")  # table_size, count
 _SAMPLE_ITEM = struct.Struct("!QffI")  # key, probability, weight, length
@@ -339,6 +343,35 @@ def encode_push_request(items: Iterable[tuple[float, bytes | bytearray | memoryv
         count += 1
     parts[0] = _U32.pack(count)
     return b"".join(parts)
+
+
+def encode_push_leaves_request(items: Iterable[tuple[int, bytes | bytearray | memoryview]]) -> bytes:
+    """Body of a PUSH with leaves (flags MULTI + INSERT, the switch path): as a PUSH, but each
+    item's priority field is its fixed-point leaf value (u32), which the server hands back in
+    its reply for the switch to set."""
+    parts = [b""]
+    count = 0
+    for leaf, data in items:
+        parts.append(_PUSH_LEAF_ITEM.pack(leaf, len(data)))
+        parts.append(bytes(data))
+        count += 1
+    parts[0] = _U32.pack(count)
+    return b"".join(parts)
+
+
+def decode_push_leaves_reply(body: bytes | memoryview) -> tuple[np.ndarray, np.ndarray, int]:
+    """A PUSH_REPLY with leaves: the batch header (BATCH_DTYPE), its entries (ENTRY_DTYPE: each
+    item's slot, leaf value, key + 1 and, once the switch has set them, the tree's total and the
+    result) and the first key (item i's key is first_key + i)."""
+    _need(body, 0, BATCH_DTYPE.itemsize, "PUSH_REPLY batch")
+    batch = np.frombuffer(body, BATCH_DTYPE, 1)
+    count = int(batch["count"][0])
+    end = BATCH_DTYPE.itemsize + ENTRY_DTYPE.itemsize * count
+    _need(body, end, 8, "PUSH_REPLY entries and first key")
+    _done(body, end + 8, "PUSH_REPLY with leaves")
+    entries = np.frombuffer(body, ENTRY_DTYPE, count, BATCH_DTYPE.itemsize)
+    (first_key,) = _U64.unpack_from(body, end)
+    return batch, entries, first_key
 
 
 def decode_push_request(body: bytes | memoryview) -> list[tuple[float, bytes]]:

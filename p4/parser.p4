@@ -1,6 +1,6 @@
 /*
  * parser.p4 -- Ethernet / IPv4 / UDP, then the aggregation header on AGG_UDP_PORT or the replay
- * header on REPLAY_UDP_PORT (and a switch-path batch's entries after it).
+ * header on REPLAY_UDP_PORT, to or from the server (and a switch-path batch's entries after it).
  * A packet that is too short or has the wrong UDP length is not dropped here: ingress sees the
  * headers it has and rejects it with a counted reason.
  */
@@ -34,9 +34,10 @@ parser InnetParser(packet_in pkt, out headers_t hdr, inout metadata_t meta,
     }
     state parse_udp {
         pkt.extract(hdr.udp);
-        transition select(hdr.udp.dst_port) {
-            AGG_UDP_PORT: parse_agg;
-            REPLAY_UDP_PORT: parse_replay;
+        transition select(hdr.udp.dst_port, hdr.udp.src_port) {
+            (AGG_UDP_PORT, _): parse_agg;
+            (REPLAY_UDP_PORT, _): parse_replay;
+            (_, REPLAY_UDP_PORT): parse_replay_reply;
             default: accept;
         }
     }
@@ -55,6 +56,15 @@ parser InnetParser(packet_in pkt, out headers_t hdr, inout metadata_t meta,
         pkt.extract(hdr.replay);
         transition select(hdr.replay.flags) {
             REPLAY_FLAG_MULTI &&& REPLAY_FLAG_MULTI: parse_replay_batch;
+            default: accept;
+        }
+    }
+    // The server's replies: only a PUSH_REPLY carrying the pushed items' leaves (flag MULTI) has
+    // a batch for the switch; every other reply is forwarded as it came.
+    state parse_replay_reply {
+        pkt.extract(hdr.replay);
+        transition select(hdr.replay.op, hdr.replay.flags) {
+            (REPLAY_OP_PUSH_REPLY, REPLAY_FLAG_MULTI &&& REPLAY_FLAG_MULTI): parse_replay_batch;
             default: accept;
         }
     }

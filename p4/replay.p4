@@ -18,8 +18,12 @@
  *     the entry `next` (exactly as a lone UPDATE or SAMPLE), writes its outcome into the entry
  *     and recirculates the packet for the next one; after the last entry an UPDATE batch goes
  *     back to its sender, a SAMPLE batch on to the server.
- * Packets for tables the switch does not hold, and every other replay op, are forwarded
- * untouched: the server does the work.
+ *   - PUSH_REPLY with flags MULTI + INSERT: the server's answer to an actor's switch-path PUSH
+ *     carries the new items' leaves as an UPDATE batch (INSERT); the switch sets them as the
+ *     reply passes, one per pass, and sends it on to the actor with SWITCH_UPDATED. The actor's
+ *     push costs one round trip, as on the host path.
+ * Packets for tables the switch does not hold, and every other replay op (the server's other
+ * replies), are forwarded untouched: the server does the work.
  *
  * Hardware portability (DESIGN.md): every level of the tree is split into a left-child and a
  * right-child register array, so that a pass touches each array at most once: the way down
@@ -98,12 +102,30 @@ control Replay(inout headers_t hdr, inout metadata_t meta,
         }
         replay_tables.apply();
         // Only the switch path's forms are the switch's: version 1, one fragment, and UPDATE with
-        // an empty body, SAMPLE with its 8-byte body, or a batch of either (flag MULTI) whose
-        // length fits its count. Host-path requests of a held table (a batch UPDATE, a fragment)
+        // an empty body, SAMPLE with its 8-byte body, a batch of either (flag MULTI) whose
+        // length fits its count, or a PUSH_REPLY with leaves (below). Host-path requests of a held table (a batch UPDATE, a fragment)
         // go on to the server, which answers them with an error.
         bit<1> batch = 0;
-        if (hdr.replay.frag_count != 1 || hdr.replay.version != REPLAY_VERSION
-                || (hdr.replay.op != REPLAY_OP_UPDATE && hdr.replay.op != REPLAY_OP_SAMPLE)) {
+        bit<1> update = 0;  // this pass sets a leaf: an UPDATE, or a PUSH_REPLY's entry
+        if (hdr.replay.frag_count != 1 || hdr.replay.version != REPLAY_VERSION) {
+            held = 0;
+        } else if (hdr.replay.op == REPLAY_OP_PUSH_REPLY) {
+            // The server's answer to a switch-path PUSH (flags MULTI + INSERT): a batch of the
+            // pushed items' leaves, then the u64 first key; set as it passes, on its way to the actor.
+            if ((hdr.replay.flags & (REPLAY_FLAG_MULTI | REPLAY_FLAG_INSERT))
+                        != (REPLAY_FLAG_MULTI | REPLAY_FLAG_INSERT)
+                    || !hdr.replay_batch.isValid() || standard_metadata.parser_error != error.NoError
+                    || hdr.replay_batch.count == 0 || hdr.replay_batch.count > REPLAY_MAX_ENTRIES
+                    || hdr.replay_batch.next >= hdr.replay_batch.count
+                    || (hdr.replay_batch.next != 0 && meta.replay.continued == 0)
+                    || hdr.udp.length != REPLAY_UDP_LEN_PUSH_LEAVES + (hdr.replay_batch.count << 4)
+                                         + (hdr.replay_batch.count << 2)) {
+                held = 0;
+            } else {
+                batch = 1;
+                update = 1;
+            }
+        } else if (hdr.replay.op != REPLAY_OP_UPDATE && hdr.replay.op != REPLAY_OP_SAMPLE) {
             held = 0;
         } else if ((hdr.replay.flags & REPLAY_FLAG_MULTI) != 0) {
             // 20 bytes per entry, as constant shifts; `next` is 0 except on a recirculated pass
@@ -121,6 +143,9 @@ control Replay(inout headers_t hdr, inout metadata_t meta,
                      || (hdr.replay.op == REPLAY_OP_SAMPLE && hdr.udp.length == REPLAY_UDP_LEN_SAMPLE))) {
             held = 0;
         }
+        if (hdr.replay.op == REPLAY_OP_UPDATE) {
+            update = 1;
+        }
         // This pass's operation: the header's, or the batch's entry `next`.
         bit<16> e = 0;
         if (batch == 1) {
@@ -134,7 +159,7 @@ control Replay(inout headers_t hdr, inout metadata_t meta,
             meta.replay.req_draw = hdr.replay.draw;
         }
 
-        if (held == 1 && hdr.replay.op == REPLAY_OP_UPDATE) {
+        if (held == 1 && update == 1) {
             meta.replay.result = REPLAY_RESULT_APPLIED;
             if (meta.replay.index >= meta.replay.num_leaves) {
                 replay_rejected.count(REPLAY_REJECT_BAD_INDEX);
@@ -251,9 +276,10 @@ control Replay(inout headers_t hdr, inout metadata_t meta,
         }
 
         // A batch goes on with its next entry in another pass (to egress, and back in by
-        // recirculation); after its last one an UPDATE batch returns to its sender and a SAMPLE
-        // batch goes on to the server.
-        if (batch == 1) {
+        // recirculation); after its last one an UPDATE batch returns to its sender, a SAMPLE
+        // batch goes on to the server and a PUSH_REPLY to the actor. A batch of a table the
+        // switch does not hold is routed as it came.
+        if (held == 1 && batch == 1) {
             hdr.replay_batch.next = hdr.replay_batch.next + 1;
             if (hdr.replay_batch.next < hdr.replay_batch.count) {
                 standard_metadata.egress_spec = meta.replay.in_port;
@@ -264,6 +290,11 @@ control Replay(inout headers_t hdr, inout metadata_t meta,
                 hdr.replay.flags = hdr.replay.flags | REPLAY_FLAG_SWITCH_UPDATED;
                 hdr.replay.total = meta.replay.total;
                 reflect();
+            } else if (hdr.replay.op == REPLAY_OP_PUSH_REPLY) {
+                // on to the actor, which learns from the flag that its leaves are set
+                hdr.replay.flags = hdr.replay.flags | REPLAY_FLAG_SWITCH_UPDATED;
+                hdr.replay.total = meta.replay.total;
+                hdr.udp.checksum = 0;
             }
         }
     }

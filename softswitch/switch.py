@@ -30,7 +30,7 @@ NORMAL, INGRESS_CLONE, EGRESS_CLONE, COALESCED, RECIRC, REPLICATION, RESUBMIT = 
 # truncation, is longer is dropped (the native backend counts those in stats()["too_long"]).
 # Below it a frame may grow by any amount.
 MAX_FRAME = 65535
-MAX_LOOPS = 16  # resubmit/recirculate passes per packet, so a buggy program cannot loop forever
+MAX_LOOPS = 64  # resubmit/recirculate passes per packet (a replay batch: one per entry); ends a loop
 # egress copies E2E clones may make per input packet (clone-of-clone loops end here); the native
 # backend's SS_MAX_E2E_COPIES: a clone that would pass it makes no copy
 MAX_E2E_COPIES = 1024

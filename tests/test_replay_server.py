@@ -489,15 +489,16 @@ def test_switch_path_sample_batches(replay_server, client_for) -> None:
     assert [it.probability for it in r.items] == pytest.approx([0.5, 0.25, 0.5, 1 / 3])
     weights = [(3 * p) ** -0.5 for p in (0.5, 0.25, 0.5, 1 / 3)]
     assert [it.weight for it in r.items] == pytest.approx(weights)
-    full = rp.decode_sample_reply(c.ok(Op.SAMPLE, batch_body([(k % 3, 1, 3) for k in range(16)]), flags=sw))
-    assert [it.key for it in full.items] == [k % 3 for k in range(16)]
+    most = rp.MAX_BATCH_ENTRIES
+    full = rp.decode_sample_reply(c.ok(Op.SAMPLE, batch_body([(k % 3, 1, 3) for k in range(most)]), flags=sw))
+    assert [it.key for it in full.items] == [k % 3 for k in range(most)]
 
     def status(body: bytes, flags: int = sw, table_id: int = 0) -> tuple[int, str]:
         return c.error(Op.SAMPLE, body, table_id, flags=flags)
 
     unfinished = batch_body([(0, 1, 3), (1, 1, 3)], done=1)
     assert status(unfinished) == (Status.MALFORMED, "the switch did 1 of the batch's 2 draws")
-    assert status(batch_body([(0, 1, 3)] * 17))[0] == Status.MALFORMED
+    assert status(batch_body([(0, 1, 3)] * (most + 1)))[0] == Status.MALFORMED
     assert status(batch_body([]))[0] == Status.MALFORMED
     assert status(batch_body([(0, 1, 3), (1, 1, 3)])[:-1])[0] == Status.MALFORMED
     assert status(batch_body([(0, 1, 3), (5, 1, 3)]))[0] == Status.EMPTY  # slot 5 holds nothing
@@ -512,6 +513,49 @@ def test_switch_path_sample_batches(replay_server, client_for) -> None:
     assert st == Status.MALFORMED and "switch path" in msg
     assert [it.data for it in c.sample(4, table_id=1).items] == [b"x"] * 4  # the host table is intact
     assert c.info()["tables"][0]["size"] == 3
+
+
+def test_push_with_leaves(replay_server, client_for) -> None:
+    """A switch-path PUSH (flags MULTI + INSERT) stores the items and answers with their leaves:
+    a batch header (next 0, count), one UPDATE entry per item (slot, the leaf value sent, key + 1)
+    and the first key; only a switch-mode table takes it, with 1..MAX_BATCH_ENTRIES items."""
+    srv = replay_server("--table", "sw:max_size=8,priorities=switch", "--table", "host:max_size=8")
+    c = client_for(srv)
+    leaves = Flag.MULTI | Flag.INSERT
+
+    def push(values: list[int], flags: int = leaves, table_id: int = 0) -> tuple[Header, bytes]:
+        body = rp.encode_push_leaves_request((v, b"item%d" % v) for v in values)
+        return c.request(Op.PUSH, body, table_id, flags=flags)
+
+    header, reply = push([10, 20, 30])
+    assert header.op == Op.PUSH_REPLY and header.flags == leaves  # the switch's cue, echoed
+    batch, ent, first = rp.decode_push_leaves_reply(reply)
+    assert (int(batch["next"][0]), int(batch["count"][0]), first) == (0, 3, 0)
+    assert ent["index"].tolist() == [0, 1, 2] and ent["priority"].tolist() == [10, 20, 30]
+    assert ent["draw"].tolist() == [1, 2, 3] and not ent["total"].any() and not ent["result"].any()
+    _, reply = push(list(range(100, 107)))  # keys 3..9: slots 3..7, then 0 and 1 again
+    batch, ent, first = rp.decode_push_leaves_reply(reply)
+    assert first == 3 and ent["index"].tolist() == [3, 4, 5, 6, 7, 0, 1]
+    assert ent["draw"].tolist() == list(range(4, 11))
+    # the items are stored under those keys: a switch-walked SAMPLE of slot 0 finds key 8
+    r = rp.decode_sample_reply(
+        c.ok(Op.SAMPLE, batch_body([(0, 1, 1)]), flags=Flag.SWITCH_SAMPLED | Flag.MULTI)
+    )
+    assert [(it.key, it.data) for it in r.items] == [(8, b"item105")]
+    assert c.error(Op.PUSH, rp.encode_push_leaves_request([(1, b"x")]), 1, flags=leaves) == (
+        Status.MALFORMED,
+        "a PUSH with leaves (flags MULTI + INSERT) is the switch path's; table 'host' keeps its "
+        "priorities on the server",
+    )
+    st, msg = c.error(Op.PUSH, rp.encode_push_leaves_request([(1, b"x")]), 0, flags=Flag.MULTI)
+    assert st == Status.MALFORMED and "MULTI and INSERT" in msg
+    most = rp.MAX_BATCH_ENTRIES
+    for n in (0, most + 1):
+        st, msg = c.error(Op.PUSH, rp.encode_push_leaves_request([(1, b"x")] * n), 0, flags=leaves)
+        assert st == Status.TOO_LARGE and f"1 to {most} items" in msg
+    _, reply = push([7] * most)  # the largest fits one datagram
+    assert len(reply) <= rp.FRAGMENT_BYTES and rp.decode_push_leaves_reply(reply)[2] == 10
+    assert c.info()["tables"][0]["size"] == 8  # nothing refused was stored
 
 
 def test_checkpoint_kill_restart_restores_everything(replay_server, client_for, tmp_path: Path) -> None:

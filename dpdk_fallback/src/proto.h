@@ -46,7 +46,7 @@ enum rp_flag {
  * u32 index, u32 priority, u32 draw, u32 total, u8 result, 3 bytes reserved. */
 #define RP_BATCH_HEADER_BYTES 8u
 #define RP_BATCH_ENTRY_BYTES 20u
-#define RP_BATCH_MAX_ENTRIES 16u
+#define RP_BATCH_MAX_ENTRIES 64u
 
 enum rp_status {
     RP_OK = 0,

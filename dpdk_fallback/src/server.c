@@ -221,12 +221,53 @@ static void send_error(struct rs_server *s, const struct rs_peer *peer, const st
 
 static int check_priority(float p) { return isfinite(p) && p >= 0; }
 
-static int op_push(struct rs_server *s, struct rs_table *t, const uint8_t *b, size_t len,
-                   struct rs_buf *out, char *err)
+/* A switch-path PUSH (flags MULTI + INSERT): each item's priority field is its fixed-point leaf
+ * (u32), and the reply carries the leaves as an UPDATE batch (INSERT) for the switch to set as
+ * it passes, then the u64 first key: one datagram, so at most RP_BATCH_MAX_ENTRIES items. */
+#define PUSH_LEAVES (RP_FLAG_MULTI | RP_FLAG_INSERT)
+
+/* The reply body of a PUSH with leaves, into `at` (push_leaves_bytes(count) bytes): the batch
+ * header, one UPDATE entry per item (its slot, its leaf value as the actor sent it, key + 1 mod
+ * 2^32 for the leaf to remember), then the u64 first key (item i's key is first_key + i). */
+static size_t push_leaves_bytes(uint32_t count)
 {
+    return RP_BATCH_HEADER_BYTES + RP_BATCH_ENTRY_BYTES * (size_t)count + 8;
+}
+
+static void put_push_leaves(uint8_t *at, const struct rs_table *t, const uint8_t *b, uint32_t count,
+                            uint64_t first_key)
+{
+    memset(at, 0, push_leaves_bytes(count));
+    rp_put16(at + 2, (uint16_t)count); /* next stays 0: the switch counts its passes there */
+    at += RP_BATCH_HEADER_BYTES;
+    size_t off = 4;
+    for (uint32_t i = 0; i < count; i++) {
+        uint64_t key = first_key + i;
+        rp_put32(at, rs_table_slot(t, key));
+        rp_put32(at + 4, rp_get32(b + off));
+        rp_put32(at + 8, (uint32_t)(key + 1));
+        at += RP_BATCH_ENTRY_BYTES;
+        off += 8 + rp_get32(b + off + 4);
+    }
+    rp_put64(at, first_key);
+}
+
+static int op_push(struct rs_server *s, struct rs_table *t, const struct rp_header *h,
+                   const uint8_t *b, size_t len, struct rs_buf *out, char *err)
+{
+    int leaves = (h->flags & PUSH_LEAVES) != 0;
+    if (leaves && (h->flags & PUSH_LEAVES) != PUSH_LEAVES)
+        FAIL(RP_MALFORMED, "a PUSH with the leaves in its reply has flags MULTI and INSERT, not 0x%02x",
+             h->flags);
+    if (leaves && t->mode != RS_MODE_SWITCH)
+        FAIL(RP_MALFORMED, "a PUSH with leaves (flags MULTI + INSERT) is the switch path's; table '%s' "
+             "keeps its priorities on the server", t->name);
     if (len < 4)
         FAIL(RP_MALFORMED, "PUSH body is %zu bytes; it needs at least a u32 count", len);
     uint32_t count = rp_get32(b);
+    if (leaves && (count == 0 || count > RP_BATCH_MAX_ENTRIES))
+        FAIL(RP_TOO_LARGE, "a PUSH with leaves holds 1 to %u items (one reply datagram), not %u",
+             RP_BATCH_MAX_ENTRIES, count);
     size_t off = 4;
     /* validate everything before storing anything */
     for (uint32_t i = 0; i < count; i++) {
@@ -264,21 +305,29 @@ static int op_push(struct rs_server *s, struct rs_table *t, const uint8_t *b, si
         memcpy(items[i]->data, b + off + 8, ilen);
         off += 8 + ilen;
     }
-    uint8_t *keys = rs_buf_grow(out, 4 + 8 * (size_t)count);
-    if (!keys) {
+    /* room for the reply before anything is stored: running out of memory loses nothing */
+    uint8_t *reply = rs_buf_grow(out, leaves ? push_leaves_bytes(count) : 4 + 8 * (size_t)count);
+    if (!reply) {
         for (uint32_t j = 0; j < count; j++)
             free(items[j]);
         free(items);
         FAIL(RP_INTERNAL, "out of memory");
     }
-    rp_put32(keys, count);
+    uint64_t first_key = t->next_key;
     off = 4;
     for (uint32_t i = 0; i < count; i++) {
-        float p = rp_getf32(b + off);
+        float p = leaves ? 0.0f : rp_getf32(b + off); /* leaves: the switch holds the priority */
         off += 8 + items[i]->len;
-        rp_put64(keys + 4 + 8 * (size_t)i, rs_table_insert(t, items[i], p));
+        rs_table_insert(t, items[i], p);
     }
     free(items);
+    if (leaves) {
+        put_push_leaves(reply, t, b, count, first_key);
+    } else {
+        rp_put32(reply, count);
+        for (uint32_t i = 0; i < count; i++)
+            rp_put64(reply + 4 + 8 * (size_t)i, first_key + i);
+    }
     s->c.pushes++;
     s->c.items_pushed += count;
     return RP_OK;
@@ -638,7 +687,7 @@ static int dispatch(struct rs_server *s, const struct rp_header *h, const uint8_
     default: break;
     }
     switch (h->op) {
-    case RP_OP_PUSH: return op_push(s, t, b, len, out, err);
+    case RP_OP_PUSH: return op_push(s, t, h, b, len, out, err);
     case RP_OP_SAMPLE: return op_sample(s, t, h, b, len, out, err);
     case RP_OP_UPDATE_PRIORITY: return op_update(s, t, h, b, len, out, err);
     case RP_OP_SET_PARAMS: return op_set_params(s, slot, b, len, out, err);

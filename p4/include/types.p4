@@ -87,10 +87,16 @@ const bit<16> REPLAY_UDP_LEN_UPDATE = 40;
 const bit<16> REPLAY_UDP_LEN_SAMPLE = 48;
 // A batch (flag MULTI): 8 + 32-byte header + 8-byte batch header + 20 bytes per entry.
 const bit<16> REPLAY_UDP_LEN_BATCH = 48;
-// Entries per batch: one pass each (recirculation); the software switch takes at most 16 passes
-// per packet (softswitch MAX_LOOPS, SS_MAX_PASSES), host_agents.replay_protocol MAX_BATCH_ENTRIES.
-const bit<16> REPLAY_MAX_ENTRIES = 16;
+// A PUSH_REPLY with the pushed items' leaves (flags MULTI + INSERT): the batch, then u64 first key.
+const bit<16> REPLAY_UDP_LEN_PUSH_LEAVES = 56;
+// Entries per batch: one pass each (recirculation), and each pass parses the batch again, so a
+// batch's cost grows with count^2: learners send SAMPLE and UPDATE batches of 16, a PUSH_REPLY
+// carries one leaf per pushed item (an actor's push of up to 64). The software switch takes at
+// most 64 passes per packet (softswitch MAX_LOOPS, SS_MAX_PASSES);
+// host_agents.replay_protocol MAX_BATCH_ENTRIES, the server's RP_BATCH_MAX_ENTRIES.
+const bit<16> REPLAY_MAX_ENTRIES = 64;
 
+const bit<8> REPLAY_OP_PUSH_REPLY    = 2;    // switch path: carries the pushed items' leaves
 const bit<8> REPLAY_OP_SAMPLE        = 3;
 const bit<8> REPLAY_OP_UPDATE        = 5;    // UPDATE_PRIORITY
 const bit<8> REPLAY_OP_UPDATE_REPLY  = 6;
@@ -99,9 +105,9 @@ const bit<8> REPLAY_OP_ERROR         = 255;
 const bit<8> REPLAY_FLAG_SWITCH_SAMPLED = 0x01;
 const bit<8> REPLAY_FLAG_RANDOM_DRAW    = 0x02;
 const bit<8> REPLAY_FLAG_SWITCH_UPDATED = 0x04;
-const bit<8> REPLAY_FLAG_INSERT         = 0x08;  // UPDATE: a new item in the leaf (its key is set)
+const bit<8> REPLAY_FLAG_INSERT         = 0x08;  // UPDATE, PUSH_REPLY: new items in the leaves (keys set)
 const bit<8> REPLAY_FLAG_KEY_MISMATCH   = 0x10;  // UPDATE_REPLY: ignored, the leaf holds another item
-const bit<8> REPLAY_FLAG_MULTI          = 0x20;  // SAMPLE/UPDATE: a batch of entries (replay_batch_h)
+const bit<8> REPLAY_FLAG_MULTI          = 0x20;  // SAMPLE/UPDATE/PUSH_REPLY: a batch of entries (replay_batch_h)
 
 // An UPDATE batch entry's outcome (replay_entry_h.result)
 const bit<8> REPLAY_RESULT_APPLIED      = 0;

@@ -39,7 +39,7 @@
  * rule (softswitch/switch.py, MAX_FRAME). */
 #define SS_OUT_HEADROOM SS_MAX_FRAME
 #define SS_DROP_PORT 511u
-#define SS_MAX_PASSES 16u       /* resubmit/recirculate passes per packet */
+#define SS_MAX_PASSES 64u       /* resubmit/recirculate passes per packet (a replay batch: one per entry) */
 /* Egress copies that E2E clones may make per input packet (clone-of-clone loops end here).
  * Copies, not clone calls: a clone to a session of n replicas uses n.  A clone that would pass
  * the limit makes no copy and counts in ss_stats.clone_drops; below it no E2E clone is refused

@@ -190,8 +190,8 @@ int main(void) {
     /* egress of a unicast packet sees the instance_type its ingress ended with (bmv2) */
     CHECK(outs[0].port == 2 && o.itype == SS_RESUBMIT && o.fl1 == 3 && o.cnt == 1);
     CHECK(rd(obuf + outs[0].offset + 2, 2) == SS_RESUBMIT);  /* as ingress saw it */
-    CHECK(send(1, 5, 15, 0, 0, 0) == 1);  /* 16 passes: allowed */
-    CHECK(send(1, 5, 16, 0, 0, 0) == 0);  /* 17 needed: dropped */
+    CHECK(send(1, 5, 63, 0, 0, 0) == 1);  /* 64 passes: allowed */
+    CHECK(send(1, 5, 64, 0, 0, 0) == 0);  /* 65 needed: dropped */
 
     /* assert */
     ss_get_stats(sw, &st0);

@@ -14,7 +14,10 @@ A batch (flag MULTI: an 8-byte batch header `next, count, beta`, then `count` 20
 `index, priority, draw, total, result`) does the same per entry, in order: an UPDATE batch comes
 back once with every entry's result and total, a SAMPLE batch goes to the server once with every
 entry's leaf, priority and total (the switch recirculates it for each entry; the file sees only
-what leaves the switch). Packets of tables the switch does not hold are routed unchanged.
+what leaves the switch). A PUSH_REPLY from the server with flags MULTI + INSERT carries an
+UPDATE batch of the pushed items' leaves and the u64 first key: the switch sets the leaves as
+it passes and routes it on to the actor with SWITCH_UPDATED and every entry's result and total.
+Packets of tables the switch does not hold are routed unchanged.
 """
 
 from __future__ import annotations
@@ -38,12 +41,20 @@ from scapy.packet import Raw  # noqa: E402
 REPLAY_PORT = 47100
 DEPTH = 14  # REPLAY_TREE_DEPTH in p4/include/types.p4
 TREES = 4  # REPLAY_TREES
-OP_PUSH, OP_SAMPLE, OP_UPDATE, OP_UPDATE_REPLY, OP_ERROR = 1, 3, 5, 6, 255
+OP_PUSH, OP_PUSH_REPLY, OP_SAMPLE, OP_SAMPLE_REPLY, OP_UPDATE, OP_UPDATE_REPLY, OP_ERROR = (
+    1,
+    2,
+    3,
+    4,
+    5,
+    6,
+    255,
+)
 F_SAMPLED, F_RANDOM, F_UPDATED, F_INSERT, F_MISMATCH, F_MULTI = 0x01, 0x02, 0x04, 0x08, 0x10, 0x20
 R_APPLIED, R_MISMATCH, R_BAD_INDEX = 0, 1, 2  # a batch entry's result
 BATCH = struct.Struct("!HHf")  # next, count, beta
 ENTRY = struct.Struct("!IIIIB3x")  # index, priority, draw, total, result
-MAX_ENTRIES = 16
+MAX_ENTRIES = 64
 BAD_INDEX = 4
 HEADER = struct.Struct("!BBHIHHIIIIBBH")  # 32 bytes, docs/replay_protocol.md
 RP = "InnetIngress.replay."
@@ -55,6 +66,7 @@ SERVER_IP = "10.0.1.2"
 SERVER_PORT = 2
 LEARNER_MAC, LEARNER_IP, LEARNER_PORT = "02:00:00:00:11:05", "10.0.0.5", 1
 LEARNER_UDP = 40000
+LEARNER_NH = "02:00:00:00:bb:01"  # the learner's (or actor's) MAC as the next hop of its route
 
 
 def header(
@@ -85,12 +97,14 @@ def request(hdr: bytes, body: bytes = b"") -> bytes:
     )
 
 
-def routed(frame: bytes, new_hdr: bytes | None = None, body: bytes | None = None) -> bytes:
-    """The frame as ipv4_lpm forwards it to the server: MACs rewritten, TTL - 1, checksum redone;
-    with new_hdr the replay header as the switch rewrote it (and UDP checksum 0), followed by
-    ``body`` when given (else the frame's own body)."""
+def routed(
+    frame: bytes, new_hdr: bytes | None = None, body: bytes | None = None, next_hop: str = SERVER_NH
+) -> bytes:
+    """The frame as ipv4_lpm forwards it (to the server unless ``next_hop`` says): MACs
+    rewritten, TTL - 1, checksum redone; with new_hdr the replay header as the switch rewrote it
+    (and UDP checksum 0), followed by ``body`` when given (else the frame's own body)."""
     p = Ether(frame)
-    p[Ether].dst, p[Ether].src = SERVER_NH, ROUTER
+    p[Ether].dst, p[Ether].src = next_hop, ROUTER
     p[IP].ttl -= 1
     p[IP].chksum = None
     if new_hdr is not None:
@@ -187,6 +201,25 @@ class SumTreeModel:
             res,
         )
         return reflected(frame, new, BATCH.pack(count, count, beta) + entries)
+
+    def push_leaves(self, frame: bytes) -> bytes:
+        """A PUSH_REPLY with leaves: each entry applied as an INSERT, routed on to the actor."""
+        payload = bytes(Ether(frame)[UDP].payload)
+        op, flags, table, req, fi, fc, index, prio, draw, _total, status, ver, res = HEADER.unpack(
+            payload[:32]
+        )
+        _next, count, beta = BATCH.unpack(payload[32:40])
+        tree, num_leaves = self.tables[table]
+        entries = b""
+        for k in range(count):
+            i, p, key, _t, _r = ENTRY.unpack_from(payload, 40 + ENTRY.size * k)
+            result = self.update_entry(tree, num_leaves, flags, i, p, key)
+            entries += ENTRY.pack(i, p, key, self.total(tree), result)
+        new = HEADER.pack(
+            op, flags | F_UPDATED, table, req, fi, fc, index, prio, draw, self.total(tree), status, ver, res
+        )
+        first_key = payload[40 + ENTRY.size * count :]
+        return routed(frame, new, BATCH.pack(count, count, beta) + entries + first_key, LEARNER_NH)
 
     def sample_batch(self, frame: bytes, random_draw: bool = False) -> Out:
         payload = bytes(Ether(frame)[UDP].payload)
@@ -585,12 +618,13 @@ def replay_batch() -> StfFile:
     f = ReplayStf(
         "replay_batch",
         [
-            "Batches (flag MULTI): one datagram of up to 16 UPDATEs or SAMPLE draws, done entry by entry",
-            "in order. An UPDATE batch comes back once, every entry with its result (applied, KEY_MISMATCH,",
-            "BAD_INDEX) and the total after it; a leaf named twice keeps the later value. A SAMPLE batch",
-            "goes to the server once with each entry's leaf, priority and total. Batches the switch does",
-            "not take (count 0 or above 16, a length that does not fit the count, `next` not 0, entries",
-            "cut short) are routed to the server unchanged.",
+            f"Batches (flag MULTI): one datagram of up to {MAX_ENTRIES} UPDATEs or SAMPLE draws, done",
+            "entry by entry in order. An UPDATE batch comes back once, every entry with its result",
+            "(applied, KEY_MISMATCH, BAD_INDEX) and the total after it; a leaf named twice keeps the later",
+            "value. A SAMPLE batch goes to the server once with each entry's leaf, priority and total.",
+            f"Batches the switch does not take (count 0 or above {MAX_ENTRIES}, a length that does not fit",
+            "the count, `next` not 0, entries cut short, a table it does not hold) are routed to the",
+            "server unchanged.",
         ],
     )
     m = SumTreeModel()
@@ -607,8 +641,8 @@ def replay_batch() -> StfFile:
         "learner UPDATE batch: leaf 1 := 30, leaf 7 with another key (ignored), leaf 1000 (BAD_INDEX),",
         "leaf 0 := 6, leaf 1 again := 31 (the later value stays)",
     )
-    full = [(100 + 37 * k, 1 + k * k, 200 + k) for k in range(MAX_ENTRIES)]
-    f.update_batch(m, 0, 3, full, True, "a full batch: 16 INSERTs, one recirculation pass each")
+    full = [(100 + 13 * k, 1 + k * k, 200 + k) for k in range(MAX_ENTRIES)]
+    f.update_batch(m, 0, 3, full, True, f"a full batch: {MAX_ENTRIES} INSERTs, one recirculation pass each")
     f.sample_batch(m, 0, 4, [u_for(m, 1, d) for d in (0, 5, 6, 36)] + [M32])
     f.sample_batch(
         m,
@@ -621,18 +655,23 @@ def replay_batch() -> StfFile:
     )
     f.sample_batch(m, 0, 6, [u_for(m, 1, d) for d in range(0, 2 * MAX_ENTRIES, 2)], "a full SAMPLE batch")
 
-    def batch_frame(op: int, req: int, count: int, entries: int, next_: int = 0, **udp: int) -> bytes:
+    def batch_frame(
+        op: int, req: int, count: int, entries: int, next_: int = 0, table: int = 0, **udp: int
+    ) -> bytes:
         body = BATCH.pack(next_, count, 0.0) + b"".join(ENTRY.pack(k, 1, k + 1, 0, 0) for k in range(entries))
         return bytes(
             Ether(dst=ROUTER, src=LEARNER_MAC)
             / IP(src=LEARNER_IP, dst=SERVER_IP, ttl=64, id=0x4242)
             / UDP(sport=LEARNER_UDP, dport=REPLAY_PORT, chksum=0, **udp)
-            / Raw(header(op, 0, req, flags=F_MULTI | F_INSERT) + body)
+            / Raw(header(op, table, req, flags=F_MULTI | F_INSERT) + body)
         )
 
     cases = [
         ("UPDATE batch of count 0", batch_frame(OP_UPDATE, 10, 0, 0)),
-        ("UPDATE batch of count 17 (17 entries)", batch_frame(OP_UPDATE, 11, 17, 17)),
+        (
+            f"UPDATE batch of count {MAX_ENTRIES + 1} ({MAX_ENTRIES + 1} entries)",
+            batch_frame(OP_UPDATE, 11, MAX_ENTRIES + 1, MAX_ENTRIES + 1),
+        ),
         ("UPDATE batch of count 3 holding 4 entries", batch_frame(OP_UPDATE, 12, 3, 4)),
         (
             "SAMPLE batch of count 4 holding 3 entries, UDP length saying 4",
@@ -643,6 +682,8 @@ def replay_batch() -> StfFile:
             batch_frame(OP_UPDATE, 14, 2, 2, next_=1),
         ),
         ("UPDATE with MULTI and no batch header", request(header(OP_UPDATE, 0, 15, flags=F_MULTI))),
+        ("UPDATE batch of table 7 (not held: no SWITCH_UPDATED)", batch_frame(OP_UPDATE, 16, 3, 3, table=7)),
+        ("SAMPLE batch of table 7 (not held)", batch_frame(OP_SAMPLE, 17, 2, 2, table=7)),
     ]
     for why, frame in cases:
         f.c(why + ": routed unchanged")
@@ -652,9 +693,117 @@ def replay_batch() -> StfFile:
     return f
 
 
+def server_reply(hdr: bytes, body: bytes = b"", **udp: int) -> bytes:
+    """Replay server -> learner or actor (a reply, through the switch)."""
+    return bytes(
+        Ether(dst=ROUTER, src=SERVER_NH)
+        / IP(src=SERVER_IP, dst=LEARNER_IP, ttl=64, id=0x4343)
+        / UDP(sport=REPLAY_PORT, dport=LEARNER_UDP, chksum=0, **udp)
+        / Raw(hdr + body)
+    )
+
+
+def push_leaves_body(entries: list[tuple[int, int, int]], first_key: int, count: int | None = None) -> bytes:
+    """A PUSH_REPLY with leaves: batch header, (slot, leaf, key + 1) entries, u64 first key."""
+    n = len(entries) if count is None else count
+    return (
+        BATCH.pack(0, n, 0.0)
+        + b"".join(ENTRY.pack(i, p, k, 0, 0) for i, p, k in entries)
+        + struct.pack("!Q", first_key)
+    )
+
+
+def replay_push_leaves() -> StfFile:
+    f = ReplayStf(
+        "replay_push_leaves",
+        [
+            "The server's answer to a switch-path PUSH (PUSH_REPLY, flags MULTI + INSERT) carries the",
+            "pushed items' leaves as an UPDATE batch, then the u64 first key: the switch sets them one",
+            "per pass as the reply goes by and routes it on to the actor with SWITCH_UPDATED, each",
+            "entry's result and total, `next` = count and UDP checksum 0. Every other reply (a host-path",
+            "PUSH_REPLY, one without INSERT, of a table it does not hold, of the wrong length, a",
+            "SAMPLE_REPLY with MULTI) is routed unchanged; a SAMPLE then finds the leaves set.",
+        ],
+    )
+    m = SumTreeModel()
+    f.route_to_server()
+    f.c(f"Route: {LEARNER_IP}/32 -> port {LEARNER_PORT} (the actor, MAC {LEARNER_NH}).")
+    f.raw(
+        f"add {FWD}ipv4_lpm hdr.ipv4.dst_addr:0x{ip_int(LEARNER_IP):08x}/32 {FWD}set_nhop("
+        f"dst_mac:0x{mac_int(LEARNER_NH):012x}, src_mac:0x{mac_int(ROUTER):012x}, port:{LEARNER_PORT})"
+    )
+    f.hold(m, 0, 2, 100)
+    f.watch_port0()
+    leaves = F_MULTI | F_INSERT
+
+    def push_reply(why: str, req: int, entries: list[tuple[int, int, int]], first_key: int) -> None:
+        frame = server_reply(
+            header(OP_PUSH_REPLY, 0, req, flags=leaves), push_leaves_body(entries, first_key)
+        )
+        f.c(why)
+        f.packet(SERVER_PORT, frame)
+        f.expect(Out(LEARNER_PORT, m.push_leaves(frame)))
+
+    push_reply(
+        "PUSH_REPLY with the leaves of keys 0..2 (slots 0..2)", 1, [(0, 40, 1), (1, 50, 2), (2, 60, 3)], 0
+    )
+    push_reply(
+        "keys 99..101 of a 100-slot table: slots 99, 0, 1 (the newer items take them); slot 100 of a "
+        "101st leaf would be BAD_INDEX",
+        2,
+        [(99, 7, 100), (0, 8, 101), (1, 9, 102), (100, 1, 103)],
+        99,
+    )
+    full = [(k % 100, 1 + k, 200 + k) for k in range(MAX_ENTRIES)]
+    push_reply(f"a full PUSH_REPLY: {MAX_ENTRIES} leaves, one pass each", 3, full, 199)
+    f.sample(m, 0, 4, u_for(m, 2, 0))
+    f.sample(m, 0, 5, u_for(m, 2, m.total(2) - 1))
+    cases = [
+        (
+            "host-path PUSH_REPLY (no MULTI): u32 count, u64 keys",
+            server_reply(header(OP_PUSH_REPLY, 0, 10), struct.pack("!IQ", 1, 7)),
+        ),
+        (
+            "PUSH_REPLY with MULTI and no INSERT",
+            server_reply(header(OP_PUSH_REPLY, 0, 11, flags=F_MULTI), push_leaves_body([(5, 5, 6)], 5)),
+        ),
+        (
+            "PUSH_REPLY with leaves of table 7 (not held)",
+            server_reply(header(OP_PUSH_REPLY, 7, 12, flags=leaves), push_leaves_body([(5, 5, 6)], 5)),
+        ),
+        (
+            "PUSH_REPLY with leaves but no first key (UDP length 8 short)",
+            server_reply(header(OP_PUSH_REPLY, 0, 13, flags=leaves), push_leaves_body([(5, 5, 6)], 5)[:-8]),
+        ),
+        (
+            "PUSH_REPLY whose count says 2 with one entry",
+            server_reply(
+                header(OP_PUSH_REPLY, 0, 14, flags=leaves), push_leaves_body([(5, 5, 6)], 5, count=2)
+            ),
+        ),
+        (
+            "PUSH_REPLY with leaves, fragment 0 of 2",
+            server_reply(
+                header(OP_PUSH_REPLY, 0, 15, flags=leaves, frag=(0, 2)), push_leaves_body([(5, 5, 6)], 5)
+            ),
+        ),
+        (
+            "SAMPLE_REPLY with MULTI + SWITCH_SAMPLED (an answer to a SAMPLE batch)",
+            server_reply(header(OP_SAMPLE_REPLY, 0, 16, flags=F_MULTI | F_SAMPLED), bytes(range(60))),
+        ),
+    ]
+    for why, frame in cases:
+        f.c(why + ": routed unchanged")
+        f.packet(SERVER_PORT, frame)
+        f.expect(Out(LEARNER_PORT, routed(frame, next_hop=LEARNER_NH)))
+    f.replay_counters(m)
+    return f
+
+
 SCENARIOS = [
     replay_update_sample,
     replay_batch,
+    replay_push_leaves,
     replay_keys,
     replay_full_depth,
     replay_isolation,
