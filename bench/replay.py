@@ -78,7 +78,7 @@ from bench.common import (
     progress,
     run_and_report,
 )
-from host_agents.replay_protocol import MAX_BATCH_ENTRIES
+from host_agents.replay_protocol import MAX_BATCH_ENTRIES, SWITCH_BATCH_DEFAULT
 from topologies.replay_server import SERVER_BIN, ReplayServerProcess
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -282,7 +282,7 @@ def build_worker_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=SEED)
     p.add_argument("--timeout", type=float, default=0.2, help="client reply timeout (s) before a resend")
     p.add_argument("--max-tries", type=int, default=30)
-    p.add_argument("--switch-batch", type=int, default=MAX_BATCH_ENTRIES)
+    p.add_argument("--switch-batch", type=int, default=SWITCH_BATCH_DEFAULT)
     p.add_argument("--phase-timeout", type=float, default=600.0)
     return p
 
@@ -361,7 +361,7 @@ class Config:
     timeout: float
     max_tries: int
     out: Path
-    switch_batch: int = MAX_BATCH_ENTRIES
+    switch_batch: int = SWITCH_BATCH_DEFAULT
     results: list[dict] = field(default_factory=list)
     meta: dict = field(default_factory=dict)
 
@@ -723,7 +723,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--switch-batch",
         type=int,
-        default=MAX_BATCH_ENTRIES,
+        default=SWITCH_BATCH_DEFAULT,
         help=f"switch path: draws or updates per datagram (ReplayConfig.switch_batch, "
         f"1..{MAX_BATCH_ENTRIES}; 1 = one datagram per sampled item or update, the form before "
         "batches; default %(default)s)",
