@@ -12,6 +12,7 @@ import math
 import os
 import select
 import socket
+import struct
 import threading
 from collections.abc import Callable, Iterator
 
@@ -144,15 +145,25 @@ class ScriptedServer:
                 continue
             self.executed.append(h.op)
             op, rbody, status = self._execute(h, body)
+            # a PUSH with leaves: the model has set them, as the switch would on the reply's way
+            leaves = op == Op.PUSH_REPLY and h.flags & Flag.MULTI
             drop = self.drop_reply_frags
             if not self.lossy_forever:  # one lossy reply per setting, consumed before replying
                 self.drop_reply_frags = set()
-            self._send(addr, h, op, rbody, status, drop=drop)
+            flags = h.flags | Flag.SWITCH_UPDATED if leaves else 0
+            self._send(addr, h, op, rbody, status, drop=drop, flags=flags)
 
     def _send(
-        self, addr: object, h: Header, op: int, body: bytes, status: int = 0, drop: set[int] = frozenset()
-    ) -> None:  # noqa: B006
-        reply = Header(op=op, table_id=h.table_id, request_id=h.request_id, status=status)
+        self,
+        addr: object,
+        h: Header,
+        op: int,
+        body: bytes,
+        status: int = 0,
+        drop: set[int] = frozenset(),  # noqa: B006
+        flags: int = 0,
+    ) -> None:
+        reply = Header(op=op, flags=flags, table_id=h.table_id, request_id=h.request_id, status=status)
         datagrams = fragment(reply, body)
         self.cache[(addr, h.request_id)] = datagrams
         for k, d in enumerate(datagrams):
@@ -161,6 +172,8 @@ class ScriptedServer:
 
     def _execute(self, h: Header, body: bytes) -> tuple[int, bytes, int]:
         try:
+            if h.op == Op.PUSH and self.switch and h.flags & Flag.MULTI:
+                return Op.PUSH_REPLY, self._push_leaves(h, body), 0
             if h.op == Op.PUSH:
                 pushed = decode_push_request(body)
                 keys = self.replay.insert([d for _, d in pushed], [p for p, _ in pushed])
@@ -194,6 +207,27 @@ class ScriptedServer:
         except ValueError as e:
             status = Status.EMPTY if "sample" in str(e) else Status.MALFORMED
             return Op.ERROR, encode_error(str(e)), status
+
+    def _push_leaves(self, h: Header, body: bytes) -> bytes:
+        """A PUSH with leaves: the server stores the items, the switch sets each one's leaf (an
+        INSERT) as the reply passes; the reply's batch with every result and total, first key."""
+        (count,) = struct.unpack_from("!I", body)
+        off, leaves, data = 4, [], []
+        for _ in range(count):
+            leaf, length = struct.unpack_from("!II", body, off)
+            leaves.append(leaf)
+            data.append(body[off + 8 : off + 8 + length])
+            off += 8 + length
+        keys = self.replay.insert(data, [1.0] * count).tolist()
+        e = np.zeros(count, ENTRY_DTYPE)
+        for k, (key, leaf, item) in enumerate(zip(keys, leaves, data, strict=True)):
+            slot = key % self.replay.max_size
+            self.items[slot], self.keys[slot] = item, key
+            e[k]["index"], e[k]["priority"], e[k]["draw"] = slot, leaf, (key + 1) & 0xFFFFFFFF
+            e[k]["result"] = self._set_leaf(h, slot, (key + 1) & 0xFFFFFFFF, leaf)
+            e[k]["total"] = int(self.tree.total())
+        batch = np.array([(count, count, 0.0)], BATCH_DTYPE)
+        return batch.tobytes() + e.tobytes() + struct.pack("!Q", keys[0])
 
     def _set_leaf(self, h: Header, index: int, key: int, priority: int) -> EntryResult:
         """One UPDATE, alone or a batch's entry (p4/replay.p4): INSERT sets the leaf's key; any
