@@ -59,10 +59,11 @@ TARGETS = {
 }
 # what limits Ape-X against the single-process DQN (profiled on the 2-CPU VM: bench/README.md)
 APEX_DQN_LIMIT = (
-    "One learner's update rate bounds both: Ape-X's actors take only acting and environment steps "
-    "off the learner's core (12-13% of the single process's time: act + env), while its learner also decodes "
-    "every batch, waits for replay round trips and shares the CPUs with the actors and the replay server. "
-    "One run's ratio is a lottery: over 6 seeds on the 2-CPU VM it ranged 0.45-1.8x (median 1.0)"
+    "Both take the same update. Ape-X's learner only learns (its replay calls in a child process), its "
+    "actors act and step their environments at their rate limit on the other core, while the single "
+    "process does all of it in turn: Ape-X makes more updates and environment steps per second. How many "
+    "of them a seed needs is a lottery: over six seeds on the 2-CPU Intel VM the ratio ranged 0.23-2.24x, "
+    "median 0.69x (bench/README.md, Thirteenth pass)"
 )
 # the benchmark (bench.run_all's name) that measures each target's figure
 TARGET_BENCH = {
@@ -637,8 +638,9 @@ class Report:
                 f"draws ({self.switch_name()} walks one draw per pass, by recirculation) and the server "
                 f"answers each with its {k} items; the host path sends one request for the batch and "
                 "gets the same item bytes back over the same hops: the switch path adds a switch pass "
-                "per draw and the leaf updates of every push, and leaves the server's tree walk of a few "
-                "microseconds per draw (bench/README.md, sixth pass)"
+                "per draw and per pushed item (its leaf, set as the PUSH_REPLY passes), and leaves the "
+                "server's tree walk of a few microseconds per draw (bench/README.md, sixth and "
+                "thirteenth passes)"
             )
         else:
             per_item = (
@@ -1399,10 +1401,18 @@ class Report:
         else:
             ratio, met = "n/a (neither reached the target)", "-"
         share = _pct(d.get("learner_communication_share"))
+        seeds = d.get("seeds") or [{"apex_updates_to_target": d.get("updates_to_target"),
+                                    "dqn_updates_to_target": q.get("updates_to_target")}]  # fmt: skip
+        needed = ", ".join(
+            f"{x.get('apex_updates_to_target')} vs {x.get('dqn_updates_to_target')}" for x in seeds
+        )
+        steps = d.get("actor_env_steps_per_s") or []
+        env = (f"; environment steps/s: {_num(sum(steps))} ({len(steps)} actors) vs "
+               f"{_num(q.get('env_steps_per_s'))}") if steps and q.get("env_steps_per_s") else ""  # fmt: skip
         limit = (
             f"updates/s: Ape-X's learner {_num(d.get('learner_updates_per_s'))} (communicating {share} of "
-            f"its time), the single process {_num(q.get('updates_per_s'))}; updates to the target "
-            f"{d.get('updates_to_target')} vs {q.get('updates_to_target')}. {APEX_DQN_LIMIT}"
+            f"its time), the single process {_num(q.get('updates_per_s'))}{env}; updates to the target "
+            f"per seed, Ape-X vs DQN: {needed}. {APEX_DQN_LIMIT}"
         )
         st = d.get("settings") or {}
         if st.get("hidden") and st.get("lr"):  # the ratio depends on them (bench/README, Eighth pass)

@@ -89,7 +89,8 @@ def test_full_fixture_report(tmp_path: Path) -> None:
     assert "| (d) allreduce time, switch / ps | 3.00x (2 workers, 100 KB; < 1: switch faster) | < 0.7" in head
     assert ("| Ape-X (4 actors) time to 475 / single-process DQN | 1.25x (60 s vs 48 s; < 1: Ape-X faster) | "
             "< 1.0 | no | updates/s: Ape-X's learner 200 (communicating 25% of its time), the single process "
-            "250; updates to the target 11000 vs 12500.") in head  # fmt: skip
+            "250; environment steps/s: 1000 (4 actors) vs 1000; updates to the target per seed, Ape-X vs "
+            "DQN: 11000 vs 12500.") in head  # fmt: skip
     # targets whose figure this run has no data for still have their row
     for figure, target in (("learning: wall-clock to target, sync-switch / sync-gloo", "< 1.0"),
                            ("make run: time to 475", "<= 60 s"),
@@ -200,7 +201,7 @@ def test_apex_vs_dqn_when_apex_is_faster(tmp_path: Path) -> None:
     head = _learning_apex(tmp_path, wall_s_to_target=24.0, settings=settings)
     assert "| 0.50x (24 s vs 48 s; < 1: Ape-X faster) | < 1.0 | yes |" in head
     # the ratio depends on the learner's settings: the row names them
-    assert "(median 1.0). Both at 64 hidden units, lr 0.002, batch 128 |" in head
+    assert "(bench/README.md, Thirteenth pass). Both at 64 hidden units, lr 0.002, batch 128 |" in head
 
 
 def test_apex_vs_dqn_median_of_several_seeds(tmp_path: Path) -> None:
