@@ -584,6 +584,19 @@ _SAMPLE_ONE_DTYPE = np.dtype([("table_size", ">u8"), ("count", ">u4"), ("key", "
 _ITEM_HEAD = np.dtype([("key", ">u8"), ("probability", ">f4"), ("weight", ">f4"), ("length", ">u4")])
 
 
+def _raise_bad_index(entries: np.ndarray, op: Op, request_id: int | None = None) -> None:
+    """ReplayError when the switch answered an UPDATE batch entry (or a pushed item's leaf) with
+    BAD_INDEX: the client's table size differs from the one installed in the switch."""
+    bad = np.flatnonzero(entries["result"] == EntryResult.BAD_INDEX)
+    if bad.size:
+        raise ReplayError(
+            Status.BAD_INDEX,
+            f"leaf {int(entries['index'][bad[0]])} is beyond the switch table's leaves ({bad.size} of "
+            f"{entries.size} entries; switch_leaves/max_size differ from the installed table?)",
+            op.name, request_id,
+        )  # fmt: skip
+
+
 @dataclass
 class _Replies:
     """The replies of one switch-path exchange, in request order: headers as HEADER_DTYPE
@@ -1075,14 +1088,7 @@ class SwitchReplayClient(ReplayClient):
         ent = got["e"].reshape(rows * per)[(np.arange(per) < counts[:, None]).ravel()]
         if (ent["index"] != index).any() or (got["b"]["next"] != counts).any():
             raise ProtocolError("an UPDATE_REPLY batch does not hold the entries sent, all done")
-        bad = np.flatnonzero(ent["result"] == EntryResult.BAD_INDEX)
-        if bad.size:
-            raise ReplayError(
-                Status.BAD_INDEX,
-                f"leaf {int(ent['index'][bad[0]])} is beyond the switch table's leaves "
-                f"({bad.size} entries; switch_leaves/max_size differ from the installed table?)",
-                Op.UPDATE_PRIORITY.name,
-            )
+        _raise_bad_index(ent, Op.UPDATE_PRIORITY)
         return ent["index"][ent["result"] == EntryResult.KEY_MISMATCH].astype(np.int64)
 
     def insert(self, items: Sequence[bytes], priorities: np.ndarray | Sequence[float]) -> np.ndarray:
@@ -1123,14 +1129,7 @@ class SwitchReplayClient(ReplayClient):
         if not (done and same):
             raise ProtocolError(f"the PUSH_REPLY to request {header.request_id} does not hold the {n} "
                                 "leaves pushed, all set")  # fmt: skip
-        bad = np.flatnonzero(ent["result"] == EntryResult.BAD_INDEX)
-        if bad.size:
-            raise ReplayError(
-                Status.BAD_INDEX,
-                f"leaf {int(ent['index'][bad[0]])} is beyond the switch table's leaves "
-                f"({bad.size} of {n} items; switch_leaves/max_size differ from the installed table?)",
-                Op.PUSH.name, header.request_id,
-            )  # fmt: skip
+        _raise_bad_index(ent, Op.PUSH, header.request_id)
         return keys
 
     def sample(self, batch_size: int, beta: float | None = None) -> SampleBatch:

@@ -333,30 +333,27 @@ def _done(body: bytes | memoryview, offset: int, what: str) -> None:
         raise ProtocolError(f"{what}: {len(body) - offset} bytes after the last field")
 
 
-def encode_push_request(items: Iterable[tuple[float, bytes | bytearray | memoryview]]) -> bytes:
-    """PUSH body: ``u32 count``, then per item ``f32 priority``, ``u32 length``, the bytes."""
+def _encode_push(items: Iterable[tuple[float, bytes | bytearray | memoryview]], item: struct.Struct) -> bytes:
     parts = [b""]
     count = 0
     for priority, data in items:
-        parts.append(_PUSH_ITEM.pack(priority, len(data)))
+        parts.append(item.pack(priority, len(data)))
         parts.append(bytes(data))
         count += 1
     parts[0] = _U32.pack(count)
     return b"".join(parts)
+
+
+def encode_push_request(items: Iterable[tuple[float, bytes | bytearray | memoryview]]) -> bytes:
+    """PUSH body: ``u32 count``, then per item ``f32 priority``, ``u32 length``, the bytes."""
+    return _encode_push(items, _PUSH_ITEM)
 
 
 def encode_push_leaves_request(items: Iterable[tuple[int, bytes | bytearray | memoryview]]) -> bytes:
     """Body of a PUSH with leaves (flags MULTI + INSERT, the switch path): as a PUSH, but each
     item's priority field is its fixed-point leaf value (u32), which the server hands back in
     its reply for the switch to set."""
-    parts = [b""]
-    count = 0
-    for leaf, data in items:
-        parts.append(_PUSH_LEAF_ITEM.pack(leaf, len(data)))
-        parts.append(bytes(data))
-        count += 1
-    parts[0] = _U32.pack(count)
-    return b"".join(parts)
+    return _encode_push(items, _PUSH_LEAF_ITEM)
 
 
 def decode_push_leaves_reply(body: bytes | memoryview) -> tuple[np.ndarray, np.ndarray, int]:

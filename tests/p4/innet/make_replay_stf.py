@@ -173,7 +173,10 @@ class SumTreeModel:
         self.counters["updates", tree] += 1
         return R_APPLIED
 
-    def update_batch(self, frame: bytes) -> bytes:
+    def _apply_batch(self, frame: bytes, reply_op: int | None) -> tuple[bytes, bytes, int]:
+        """An UPDATE batch's entries, each applied in order: the new header (op ``reply_op``, or
+        the frame's own when None; SWITCH_UPDATED; the last total), the batch with its results,
+        and where the entries end in the payload."""
         payload = bytes(Ether(frame)[UDP].payload)
         op, flags, table, req, fi, fc, index, prio, draw, _total, status, ver, res = HEADER.unpack(
             payload[:32]
@@ -186,40 +189,20 @@ class SumTreeModel:
             result = self.update_entry(tree, num_leaves, flags, i, p, key)
             entries += ENTRY.pack(i, p, key, self.total(tree), result)
         new = HEADER.pack(
-            OP_UPDATE_REPLY,
-            flags | F_UPDATED,
-            table,
-            req,
-            fi,
-            fc,
-            index,
-            prio,
-            draw,
-            self.total(tree),
-            status,
-            ver,
-            res,
-        )
-        return reflected(frame, new, BATCH.pack(count, count, beta) + entries)
+            op if reply_op is None else reply_op, flags | F_UPDATED, table, req, fi, fc, index, prio, draw,
+            self.total(tree), status, ver, res,
+        )  # fmt: skip
+        return new, BATCH.pack(count, count, beta) + entries, 40 + ENTRY.size * count
+
+    def update_batch(self, frame: bytes) -> bytes:
+        new, batch, _ = self._apply_batch(frame, OP_UPDATE_REPLY)
+        return reflected(frame, new, batch)
 
     def push_leaves(self, frame: bytes) -> bytes:
         """A PUSH_REPLY with leaves: each entry applied as an INSERT, routed on to the actor."""
-        payload = bytes(Ether(frame)[UDP].payload)
-        op, flags, table, req, fi, fc, index, prio, draw, _total, status, ver, res = HEADER.unpack(
-            payload[:32]
-        )
-        _next, count, beta = BATCH.unpack(payload[32:40])
-        tree, num_leaves = self.tables[table]
-        entries = b""
-        for k in range(count):
-            i, p, key, _t, _r = ENTRY.unpack_from(payload, 40 + ENTRY.size * k)
-            result = self.update_entry(tree, num_leaves, flags, i, p, key)
-            entries += ENTRY.pack(i, p, key, self.total(tree), result)
-        new = HEADER.pack(
-            op, flags | F_UPDATED, table, req, fi, fc, index, prio, draw, self.total(tree), status, ver, res
-        )
-        first_key = payload[40 + ENTRY.size * count :]
-        return routed(frame, new, BATCH.pack(count, count, beta) + entries + first_key, LEARNER_NH)
+        new, batch, end = self._apply_batch(frame, None)
+        first_key = bytes(Ether(frame)[UDP].payload)[end:]
+        return routed(frame, new, batch + first_key, LEARNER_NH)
 
     def sample_batch(self, frame: bytes, random_draw: bool = False) -> Out:
         payload = bytes(Ether(frame)[UDP].payload)
