@@ -1125,7 +1125,7 @@ class SwitchReplayClient(ReplayClient):
         slots = keys % np.uint64(self.config.max_size)
         done = int(batch["count"][0]) == n and int(batch["next"][0]) == n  # the switch's passes
         want = {"priority": fixed, "index": slots, "draw": key1}
-        same = all((ent[f] == v).all() for f, v in want.items())
+        same = done and all((ent[f] == v).all() for f, v in want.items())  # (count n: same lengths)
         if not (done and same):
             raise ProtocolError(f"the PUSH_REPLY to request {header.request_id} does not hold the {n} "
                                 "leaves pushed, all set")  # fmt: skip

@@ -99,6 +99,10 @@ control Replay(inout headers_t hdr, inout metadata_t meta,
     apply {
         if (meta.replay.continued == 0) {
             meta.replay.in_port = standard_metadata.ingress_port;
+        } else {
+            // earlier passes rewrote entries: the UDP checksum is void even if this pass finds
+            // the table gone and routes the batch on as it is
+            hdr.udp.checksum = 0;
         }
         replay_tables.apply();
         // Only the switch path's forms are the switch's: version 1, one fragment, and UPDATE with

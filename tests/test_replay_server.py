@@ -547,8 +547,9 @@ def test_push_with_leaves(replay_server, client_for) -> None:
         "a PUSH with leaves (flags MULTI + INSERT) is the switch path's; table 'host' keeps its "
         "priorities on the server",
     )
-    st, msg = c.error(Op.PUSH, rp.encode_push_leaves_request([(1, b"x")]), 0, flags=Flag.MULTI)
-    assert st == Status.MALFORMED and "MULTI and INSERT" in msg
+    for flags in (Flag.MULTI, Flag.INSERT | Flag.MULTI | Flag.SWITCH_UPDATED):  # exactly the two
+        st, msg = c.error(Op.PUSH, rp.encode_push_leaves_request([(1, b"x")]), 0, flags=flags)
+        assert st == Status.MALFORMED and "MULTI and INSERT only" in msg
     most = rp.MAX_BATCH_ENTRIES
     for n in (0, most + 1):
         st, msg = c.error(Op.PUSH, rp.encode_push_leaves_request([(1, b"x")] * n), 0, flags=leaves)

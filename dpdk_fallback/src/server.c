@@ -255,9 +255,10 @@ static void put_push_leaves(uint8_t *at, const struct rs_table *t, const uint8_t
 static int op_push(struct rs_server *s, struct rs_table *t, const struct rp_header *h,
                    const uint8_t *b, size_t len, struct rs_buf *out, char *err)
 {
+    /* its flags come back on the reply, which the switch then marks SWITCH_UPDATED: no others */
     int leaves = (h->flags & PUSH_LEAVES) != 0;
-    if (leaves && (h->flags & PUSH_LEAVES) != PUSH_LEAVES)
-        FAIL(RP_MALFORMED, "a PUSH with the leaves in its reply has flags MULTI and INSERT, not 0x%02x",
+    if (leaves && h->flags != PUSH_LEAVES)
+        FAIL(RP_MALFORMED, "a PUSH with the leaves in its reply has flags MULTI and INSERT only, not 0x%02x",
              h->flags);
     if (leaves && t->mode != RS_MODE_SWITCH)
         FAIL(RP_MALFORMED, "a PUSH with leaves (flags MULTI + INSERT) is the switch path's; table '%s' "
