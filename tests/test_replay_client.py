@@ -582,6 +582,47 @@ def test_switch_client_refuses_replies_the_switch_did_not_make() -> None:
         cap.close()
 
 
+def test_switch_client_refuses_push_replies_without_every_leaf_set() -> None:
+    """A PUSH with leaves is answered by the server; the switch sets the leaves on the reply's
+    way. A reply the switch did not touch (table not installed), one it stopped short of the last
+    entry, or one that holds fewer entries than items pushed is an error, never a silent insert."""
+    def leaves_reply(h: Header, data: bytes, flags: int, done: int | None = None, drop: int = 0) -> bytes:
+        (count,) = struct.unpack_from("!I", data, HEADER_BYTES)
+        e = np.zeros(count - drop, ENTRY_DTYPE)
+        e["index"], e["draw"] = np.arange(count - drop) + 5, np.arange(count - drop) + 6  # keys 5, 6, ..
+        off, leaves = HEADER_BYTES + 4, []
+        for _ in range(count):
+            leaf, length = struct.unpack_from("!II", data, off)
+            leaves.append(leaf)
+            off += 8 + length
+        e["priority"] = leaves[: count - drop]
+        n = count - drop
+        batch = np.array([(n if done is None else done, n, 0.0)], BATCH_DTYPE)
+        head = Header(op=Op.PUSH_REPLY, flags=flags, request_id=h.request_id, table_id=h.table_id)
+        return head.pack() + batch.tobytes() + e.tobytes() + struct.pack("!Q", 5)
+
+    sent = Flag.MULTI | Flag.INSERT
+    cases = [
+        (ReplayError, "without SWITCH_UPDATED", {"flags": sent}),  # the switch did not touch it
+        (ProtocolError, "leaves pushed, all set", {"flags": sent | Flag.SWITCH_UPDATED, "done": 1}),
+        (ProtocolError, "leaves pushed, all set", {"flags": sent | Flag.SWITCH_UPDATED, "drop": 1}),
+        (None, "", {"flags": sent | Flag.SWITCH_UPDATED}),  # every leaf set: the keys come back
+    ]
+    for error, message, how in cases:
+        cap = Capture(lambda h, d, how=how: leaves_reply(h, d, **how))
+        try:
+            with SwitchReplayClient(ReplayConfig(server_port=cap.port, max_size=1000)) as c:
+                if error is None:
+                    assert c.insert([b"a", b"b", b"c"], [1.0, 2.0, 3.0]).tolist() == [5, 6, 7]
+                else:
+                    with pytest.raises(error, match=message):
+                        c.insert([b"a", b"b", b"c"], [1.0, 2.0, 3.0])
+            (h, _), *_ = cap.got
+            assert h.op == Op.PUSH and h.flags == sent
+        finally:
+            cap.close()
+
+
 def test_switch_client_times_out_when_nobody_answers() -> None:
     cap = Capture(lambda h, d: None)
     try:
