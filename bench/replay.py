@@ -10,7 +10,8 @@ Paths:
   switch        in-switch sampling: items on the C replay server (`--io sockets`, table
                 `priorities=switch`), priorities in the switch's register sum-tree, installed by
                 the control plane (SwitchReplayClient: batches of 16 draws or updates per
-                datagram, or one each with --switch-batch 1)
+                datagram, or one each with --switch-batch 1; a push's leaves ride on the
+                server's PUSH_REPLY, set by the switch as it passes)
   host-sockets  the C replay server with kernel UDP sockets, sum-tree on the server
                 (HostReplayClient)
   host-dpdk     the same server with DPDK poll-mode I/O: DPDK's af_packet PMD owns the server
