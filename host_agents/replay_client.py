@@ -705,8 +705,9 @@ class _Fragments:
 class SwitchReplayClient(ReplayClient):
     """The switch path: items on the server, priorities in the switch's register sum-tree.
 
-    insert = PUSH to the server, then UPDATE_PRIORITY datagrams setting leaf key % max_size of
-    each item; sample(B) = SAMPLE datagrams carrying B stratified draws, answered by the server
+    insert = PUSHes with leaves: the server stores the items and its PUSH_REPLY carries each
+    item's leaf (key % max_size, its fixed-point priority), which the switch sets as the reply
+    passes; sample(B) = SAMPLE datagrams carrying B stratified draws, answered by the server
     with the slots the switch picked; update_priorities = UPDATE datagrams. Each datagram is a
     batch of ``switch_batch`` updates or draws (flag MULTI; the switch recirculates it once per
     entry), or one of each with ``switch_batch`` 1. Datagrams go out ``window`` at a time;
@@ -714,7 +715,7 @@ class SwitchReplayClient(ReplayClient):
     the server as on the host path.
 
     Each leaf of the switch remembers the key (+ 1, mod 2^32) of the item it stands for: insert's
-    UPDATEs carry INSERT and set it; a later UPDATE for another key (an item evicted since it was
+    leaves carry INSERT and set it; a later UPDATE for another key (an item evicted since it was
     sampled, its slot now holding a newer one) comes back with KEY_MISMATCH and changes nothing;
     it is counted as ignored. The client also skips keys it knows are gone (older by
     ``max_size`` than the newest key it has seen) without sending them.
