@@ -106,50 +106,45 @@ control Replay(inout headers_t hdr, inout metadata_t meta,
         }
         replay_tables.apply();
         // Only the switch path's forms are the switch's: version 1, one fragment, and UPDATE with
-        // an empty body, SAMPLE with its 8-byte body, a batch of either (flag MULTI) whose
-        // length fits its count, or a PUSH_REPLY with leaves (below). Host-path requests of a held table (a batch UPDATE, a fragment)
-        // go on to the server, which answers them with an error.
-        bit<1> batch = 0;
-        bit<1> update = 0;  // this pass sets a leaf: an UPDATE, or a PUSH_REPLY's entry
+        // an empty body, SAMPLE with its 8-byte body, a batch of either (flag MULTI) whose length
+        // fits its count, or the server's answer to a switch-path PUSH (PUSH_REPLY, flags MULTI +
+        // INSERT): a batch of the pushed items' leaves, then the u64 first key, set as it passes
+        // on its way to the actor. Host-path requests of a held table (a batch UPDATE, a
+        // fragment) go on to the server, which answers them with an error.
+        bit<16> batch_len = 0;  // a batch form's UDP length without its entries (0: not a batch)
         if (hdr.replay.frag_count != 1 || hdr.replay.version != REPLAY_VERSION) {
             held = 0;
         } else if (hdr.replay.op == REPLAY_OP_PUSH_REPLY) {
-            // The server's answer to a switch-path PUSH (flags MULTI + INSERT): a batch of the
-            // pushed items' leaves, then the u64 first key; set as it passes, on its way to the actor.
             if ((hdr.replay.flags & (REPLAY_FLAG_MULTI | REPLAY_FLAG_INSERT))
-                        != (REPLAY_FLAG_MULTI | REPLAY_FLAG_INSERT)
-                    || !hdr.replay_batch.isValid() || standard_metadata.parser_error != error.NoError
-                    || hdr.replay_batch.count == 0 || hdr.replay_batch.count > REPLAY_MAX_ENTRIES
-                    || hdr.replay_batch.next >= hdr.replay_batch.count
-                    || (hdr.replay_batch.next != 0 && meta.replay.continued == 0)
-                    || hdr.udp.length != REPLAY_UDP_LEN_PUSH_LEAVES + (hdr.replay_batch.count << 4)
-                                         + (hdr.replay_batch.count << 2)) {
+                    != (REPLAY_FLAG_MULTI | REPLAY_FLAG_INSERT)) {
                 held = 0;
             } else {
-                batch = 1;
-                update = 1;
+                batch_len = REPLAY_UDP_LEN_PUSH_LEAVES;
             }
         } else if (hdr.replay.op != REPLAY_OP_UPDATE && hdr.replay.op != REPLAY_OP_SAMPLE) {
             held = 0;
         } else if ((hdr.replay.flags & REPLAY_FLAG_MULTI) != 0) {
+            batch_len = REPLAY_UDP_LEN_BATCH;
+        } else if (!((hdr.replay.op == REPLAY_OP_UPDATE && hdr.udp.length == REPLAY_UDP_LEN_UPDATE)
+                     || (hdr.replay.op == REPLAY_OP_SAMPLE && hdr.udp.length == REPLAY_UDP_LEN_SAMPLE))) {
+            held = 0;
+        }
+        bit<1> batch = 0;
+        if (batch_len != 0) {
             // 20 bytes per entry, as constant shifts; `next` is 0 except on a recirculated pass
             if (!hdr.replay_batch.isValid() || standard_metadata.parser_error != error.NoError
                     || hdr.replay_batch.count == 0 || hdr.replay_batch.count > REPLAY_MAX_ENTRIES
                     || hdr.replay_batch.next >= hdr.replay_batch.count
                     || (hdr.replay_batch.next != 0 && meta.replay.continued == 0)
-                    || hdr.udp.length != REPLAY_UDP_LEN_BATCH + (hdr.replay_batch.count << 4)
+                    || hdr.udp.length != batch_len + (hdr.replay_batch.count << 4)
                                          + (hdr.replay_batch.count << 2)) {
                 held = 0;
             } else {
                 batch = 1;
             }
-        } else if (!((hdr.replay.op == REPLAY_OP_UPDATE && hdr.udp.length == REPLAY_UDP_LEN_UPDATE)
-                     || (hdr.replay.op == REPLAY_OP_SAMPLE && hdr.udp.length == REPLAY_UDP_LEN_SAMPLE))) {
-            held = 0;
         }
-        if (hdr.replay.op == REPLAY_OP_UPDATE) {
-            update = 1;
-        }
+        // this pass sets a leaf: an UPDATE, or a PUSH_REPLY's entry
+        bool update = hdr.replay.op == REPLAY_OP_UPDATE || hdr.replay.op == REPLAY_OP_PUSH_REPLY;
         // This pass's operation: the header's, or the batch's entry `next`.
         bit<16> e = 0;
         if (batch == 1) {
@@ -163,7 +158,7 @@ control Replay(inout headers_t hdr, inout metadata_t meta,
             meta.replay.req_draw = hdr.replay.draw;
         }
 
-        if (held == 1 && update == 1) {
+        if (held == 1 && update) {
             meta.replay.result = REPLAY_RESULT_APPLIED;
             if (meta.replay.index >= meta.replay.num_leaves) {
                 replay_rejected.count(REPLAY_REJECT_BAD_INDEX);
