@@ -91,7 +91,7 @@ log = logging.getLogger("innet.replay")
 BACKENDS = ("host", "switch", "redis")
 _F32_MAX = float(np.finfo(np.float32).max)
 _RESEND_MAX = (FRAGMENT_BYTES - 4) // 2  # fragment indexes one RESEND datagram can name
-_PUSH_ITEM_OVERHEAD = 8  # f32 priority + u32 length
+_PUSH_ITEM_OVERHEAD = 8  # f32 priority (a PUSH with leaves: u32 leaf) + u32 length
 _UPDATE_ENTRY_BYTES = 12  # u64 key + f32 priority
 # UDP GSO (linux/udp.h): the segment size as a native u16 in a SOL_UDP control message; a send
 # holds at most 64 segments and one IPv4 packet's 65,507 bytes of UDP payload
@@ -1011,13 +1011,12 @@ class SwitchReplayClient(ReplayClient):
         last = slots.size - 1 - first_rev
         key1 = (keys[last] + np.uint64(1)) & np.uint64(0xFFFFFFFF)  # the item's key + 1 (mod 2^32)
         prio = np.asarray(fixed)[last]
-        flags = 0
         if self.config.switch_batch > 1:
-            mismatched = self._update_batches(uniq, prio, key1, flags)
+            mismatched = self._update_batches(uniq, prio, key1)
         else:
             n = uniq.size
             req = np.zeros(n, HEADER_DTYPE)
-            req["op"], req["table_id"], req["flags"] = Op.UPDATE_PRIORITY, self.config.table_id, flags
+            req["op"], req["table_id"] = Op.UPDATE_PRIORITY, self.config.table_id
             req["request_id"], req["frag_count"], req["version"] = self._ids(n), 1, PROTOCOL_VERSION
             req["index"], req["draw"], req["priority"] = uniq, key1, prio
             table = req.view(np.uint8).reshape(n, HEADER_BYTES)
@@ -1059,15 +1058,13 @@ class SwitchReplayClient(ReplayClient):
         table = req.view(np.uint8).reshape(rows, req.dtype.itemsize)
         return self._exchange_table(table, op, lengths), counts, lengths
 
-    def _update_batches(
-        self, index: np.ndarray, prio: np.ndarray, key1: np.ndarray, flags: int
-    ) -> np.ndarray:
+    def _update_batches(self, index: np.ndarray, prio: np.ndarray, key1: np.ndarray) -> np.ndarray:
         """UPDATE batches (flag MULTI) of ``switch_batch`` entries; the slots whose entry came back
         KEY_MISMATCH. A BAD_INDEX entry raises ReplayError (after the whole call is answered)."""
         n, per = index.size, self.config.switch_batch
         e = np.zeros(n, ENTRY_DTYPE)
         e["index"], e["priority"], e["draw"] = index, prio, key1
-        r, counts, lengths = self._exchange_batches(Op.UPDATE_PRIORITY, flags, e, 0.0)
+        r, counts, lengths = self._exchange_batches(Op.UPDATE_PRIORITY, 0, e, 0.0)
         self._check_switch_updated(r.heads)
         # the replies' bodies as rows (a reply that came through the reassembler, too)
         rows = counts.size
@@ -1101,7 +1098,7 @@ class SwitchReplayClient(ReplayClient):
         fixed = switch_priorities(p, self.config.alpha, self.leaves)
         keys = np.empty(len(data), np.uint64)
         limit = min(self.config.max_message_bytes, MAX_MESSAGE_BYTES) - 4
-        sizes = [len(d) + 8 for d in data]
+        sizes = [len(d) + _PUSH_ITEM_OVERHEAD for d in data]
         for start, end in _chunks(sizes, limit, MAX_BATCH_ENTRIES):
             body = encode_push_leaves_request(zip(fixed[start:end].tolist(), data[start:end], strict=True))
             header, reply = self.host.call(Op.PUSH, body, flags=Flag.MULTI | Flag.INSERT)
@@ -1127,7 +1124,7 @@ class SwitchReplayClient(ReplayClient):
         done = int(batch["count"][0]) == n and int(batch["next"][0]) == n  # the switch's passes
         want = {"priority": fixed, "index": slots, "draw": key1}
         same = done and all((ent[f] == v).all() for f, v in want.items())  # (count n: same lengths)
-        if not (done and same):
+        if not same:
             raise ProtocolError(f"the PUSH_REPLY to request {header.request_id} does not hold the {n} "
                                 "leaves pushed, all set")  # fmt: skip
         _raise_bad_index(ent, Op.PUSH, header.request_id)
