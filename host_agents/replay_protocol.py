@@ -371,20 +371,29 @@ def decode_push_leaves_reply(body: bytes | memoryview) -> tuple[np.ndarray, np.n
     return batch, entries, first_key
 
 
-def decode_push_request(body: bytes | memoryview) -> list[tuple[float, bytes]]:
-    """Inverse of :func:`encode_push_request`: [(priority, data), ...]."""
+def _decode_push(body: bytes | memoryview, item: struct.Struct) -> list[tuple[float, bytes]]:
     _need(body, 0, 4, "PUSH")
     (count,) = _U32.unpack_from(body)
     off, items = 4, []
     for _ in range(count):
-        _need(body, off, _PUSH_ITEM.size, "PUSH item")
-        priority, length = _PUSH_ITEM.unpack_from(body, off)
-        off += _PUSH_ITEM.size
+        _need(body, off, item.size, "PUSH item")
+        priority, length = item.unpack_from(body, off)
+        off += item.size
         _need(body, off, length, "PUSH item data")
         items.append((priority, bytes(body[off : off + length])))
         off += length
     _done(body, off, "PUSH")
     return items
+
+
+def decode_push_request(body: bytes | memoryview) -> list[tuple[float, bytes]]:
+    """Inverse of :func:`encode_push_request`: [(priority, data), ...]."""
+    return _decode_push(body, _PUSH_ITEM)
+
+
+def decode_push_leaves_request(body: bytes | memoryview) -> list[tuple[int, bytes]]:
+    """Inverse of :func:`encode_push_leaves_request`: [(leaf, data), ...]."""
+    return _decode_push(body, _PUSH_LEAF_ITEM)  # type: ignore[return-value]
 
 
 def encode_push_reply(keys: Sequence[int]) -> bytes:

@@ -44,6 +44,7 @@ from host_agents.replay_protocol import (
     Reassembler,
     SampledItem,
     Status,
+    decode_push_leaves_request,
     decode_push_request,
     decode_resend,
     decode_sample_request,
@@ -211,13 +212,9 @@ class ScriptedServer:
     def _push_leaves(self, h: Header, body: bytes) -> bytes:
         """A PUSH with leaves: the server stores the items, the switch sets each one's leaf (an
         INSERT) as the reply passes; the reply's batch with every result and total, first key."""
-        (count,) = struct.unpack_from("!I", body)
-        off, leaves, data = 4, [], []
-        for _ in range(count):
-            leaf, length = struct.unpack_from("!II", body, off)
-            leaves.append(leaf)
-            data.append(body[off + 8 : off + 8 + length])
-            off += 8 + length
+        pushed = decode_push_leaves_request(body)
+        count = len(pushed)
+        leaves, data = [leaf for leaf, _ in pushed], [d for _, d in pushed]
         keys = self.replay.insert(data, [1.0] * count).tolist()
         e = np.zeros(count, ENTRY_DTYPE)
         for k, (key, leaf, item) in enumerate(zip(keys, leaves, data, strict=True)):
@@ -587,16 +584,11 @@ def test_switch_client_refuses_push_replies_without_every_leaf_set() -> None:
     way. A reply the switch did not touch (table not installed), one it stopped short of the last
     entry, or one that holds fewer entries than items pushed is an error, never a silent insert."""
     def leaves_reply(h: Header, data: bytes, flags: int, done: int | None = None, drop: int = 0) -> bytes:
-        (count,) = struct.unpack_from("!I", data, HEADER_BYTES)
-        e = np.zeros(count - drop, ENTRY_DTYPE)
-        e["index"], e["draw"] = np.arange(count - drop) + 5, np.arange(count - drop) + 6  # keys 5, 6, ..
-        off, leaves = HEADER_BYTES + 4, []
-        for _ in range(count):
-            leaf, length = struct.unpack_from("!II", data, off)
-            leaves.append(leaf)
-            off += 8 + length
-        e["priority"] = leaves[: count - drop]
-        n = count - drop
+        leaves = [leaf for leaf, _ in decode_push_leaves_request(data[HEADER_BYTES:])]
+        n = len(leaves) - drop
+        e = np.zeros(n, ENTRY_DTYPE)
+        e["index"], e["draw"] = np.arange(n) + 5, np.arange(n) + 6  # keys 5, 6, ..
+        e["priority"] = leaves[:n]
         batch = np.array([(n if done is None else done, n, 0.0)], BATCH_DTYPE)
         head = Header(op=Op.PUSH_REPLY, flags=flags, request_id=h.request_id, table_id=h.table_id)
         return head.pack() + batch.tobytes() + e.tobytes() + struct.pack("!Q", 5)

@@ -137,6 +137,12 @@ def test_push_bodies() -> None:
         rp.decode_push_request(body + b"!")
     with pytest.raises(ProtocolError):
         rp.decode_push_request(body[:-1])
+    leaves = [(4096, b"abc"), (2**32 - 1, b"")]  # a PUSH with leaves: u32 leaf values, not floats
+    body = rp.encode_push_leaves_request(leaves)
+    assert body[4:15] == struct.pack("!II", 4096, 3) + b"abc"
+    assert rp.decode_push_leaves_request(body) == leaves
+    with pytest.raises(ProtocolError):
+        rp.decode_push_leaves_request(body[:-1])
     reply = rp.encode_push_reply([5, 2**40])
     assert reply == struct.pack("!IQQ", 2, 5, 2**40)
     assert rp.decode_push_reply(reply) == [5, 2**40]
