@@ -790,9 +790,12 @@ class Report:
             "worker's packets still cost the switch, and each result sums k of N gradients"
         )
         cpu_rows, cores = [], "?"
+        def at_every_point(d: dict, methods: tuple[str, ...]) -> bool:
+            return all((m, *p) in d for p in AGG_TARGET_POINTS for m in methods)
+
         # the targets' run when it has every point of the switch method and the parameter server
-        # (the same test as for the ratios below), else the grid
-        t_whole = all((m, *p) in t_full for p in AGG_TARGET_POINTS for m in ("switch", "ps"))
+        # (as for the ratios below), else the grid
+        t_whole = at_every_point(t_full, ("switch", "ps"))
         cpu_src = t_full if t_whole else full
         for (w, sz), m in ((p, m) for p in AGG_TARGET_POINTS for m in ("switch", "ps", "gloo")):
             r = cpu_src.get((m, w, sz)) or {}
@@ -831,7 +834,7 @@ class Report:
             key = {"gloo": "agg_gloo", "ps": "agg_ps"}.get(den) if num == "switch" else None
             # the targets' own run when it has every point of both methods, else the grid
             src_by, src_full, src_note = by, full, ""
-            if key and all((m, *p) in t_by for p in AGG_TARGET_POINTS for m in (num, den)):
+            if key and at_every_point(t_by, (num, den)):
                 src_by, src_full = t_by, t_full
                 grid = ", ".join(fmt_ratio(div(by.get((num, *p)), by.get((den, *p))))
                                  for p in AGG_TARGET_POINTS)  # fmt: skip
